@@ -1,0 +1,1 @@
+//! Small async client used by tests and the bench tool.

@@ -1,0 +1,1 @@
+//! The JSON header encoding (§2.1).

@@ -1,0 +1,1 @@
+//! The ROCKETMQ binary header encoding (§2.2).

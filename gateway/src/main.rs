@@ -1,0 +1,2 @@
+//! The `stratus` binary.
+fn main() {}

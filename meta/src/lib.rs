@@ -1,0 +1,147 @@
+//! The metadata service: one async trait ([`MetaStore`]) and its backends.
+//!
+//! The embedded backend (SQLite in the data dir) is the default and the test backend;
+//! PostgreSQL serves many nodes. Every backend passes [`testing::run_all`].
+//!
+//! Invariants every backend keeps:
+//! - a segment commit is accepted only under the shard's current epoch and owner, only if its
+//!   commit-log start equals the shard's commit-log end and each queue's first offset equals
+//!   the queue's max offset; it is applied atomically (segment rows, queue ranges, max offsets,
+//!   commit-log end) or not at all;
+//! - lease epochs only increase.
+#![warn(missing_docs)]
+
+pub mod embedded;
+pub mod error;
+pub mod model;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
+
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use stratus_compat::types::{CommitLogOffset, ConsumerGroup, QueueOffset, Topic};
+
+pub use error::{MetaError, Result};
+pub use model::*;
+
+/// The metadata store.
+#[async_trait]
+pub trait MetaStore: Send + Sync + Debug {
+    // ----- topics -----
+
+    /// One topic's config.
+    async fn get_topic(&self, topic: &Topic) -> Result<Option<TopicConfig>>;
+    /// Every topic.
+    async fn list_topics(&self) -> Result<Vec<TopicConfig>>;
+    /// Creates or replaces a topic config.
+    async fn put_topic(&self, config: &TopicConfig) -> Result<()>;
+    /// Creates the topic unless it exists; returns the stored config either way.
+    async fn create_topic_if_absent(&self, config: &TopicConfig) -> Result<TopicConfig>;
+    /// Deletes a topic config (data is left to retention).
+    async fn delete_topic(&self, topic: &Topic) -> Result<()>;
+
+    // ----- shards and leases -----
+
+    /// Makes sure shards `0..count` exist (free, epoch 0); returns every shard's lease.
+    async fn ensure_shards(&self, count: u32) -> Result<Vec<ShardLease>>;
+    /// Every shard's lease.
+    async fn list_shards(&self) -> Result<Vec<ShardLease>>;
+    /// Takes `shard` for `node` if it is free, expired at `now_ms`, or already ours: bumps
+    /// the epoch (unless already ours), sets expiry `now_ms + ttl_ms`. `None` if another
+    /// live node holds it.
+    async fn acquire_shard(
+        &self,
+        shard: ShardId,
+        node: &NodeId,
+        now_ms: i64,
+        ttl_ms: i64,
+    ) -> Result<Option<ShardLease>>;
+    /// Extends our lease; [`MetaError::Fenced`] if the epoch or owner changed.
+    async fn renew_shard(
+        &self,
+        shard: ShardId,
+        node: &NodeId,
+        epoch: Epoch,
+        now_ms: i64,
+        ttl_ms: i64,
+    ) -> Result<ShardLease>;
+    /// Gives the shard up (owner cleared, epoch kept) if we still hold `epoch`.
+    async fn release_shard(&self, shard: ShardId, node: &NodeId, epoch: Epoch) -> Result<()>;
+    /// Commit-log end and every queue's bounds of a shard: what a new owner loads.
+    async fn shard_state(&self, shard: ShardId) -> Result<ShardState>;
+
+    // ----- segments -----
+
+    /// Commits the sections of one segment object (one per shard), in one transaction.
+    /// Fails with [`MetaError::Fenced`] if any section's epoch/owner is stale and with
+    /// [`MetaError::Conflict`] if offsets are not contiguous; nothing is applied then.
+    async fn commit_segment(&self, sections: &[SegmentCommit]) -> Result<()>;
+    /// Sections holding entries of `queue` at or after `from`, in offset order, at most
+    /// `limit`; the first one contains `from` when `from` is retained.
+    async fn queue_segments(
+        &self,
+        queue: &QueueKey,
+        from: QueueOffset,
+        limit: u32,
+    ) -> Result<Vec<QueueSegment>>;
+    /// The first section of `queue` whose max store time ≥ `ts_ms`.
+    async fn queue_segment_by_time(&self, queue: &QueueKey, ts_ms: i64)
+    -> Result<Option<QueueSegment>>;
+    /// The section of `shard` containing commit-log offset `offset`.
+    async fn segment_by_commit_log_offset(
+        &self,
+        shard: ShardId,
+        offset: CommitLogOffset,
+    ) -> Result<Option<SegmentRef>>;
+    /// Bounds of one queue (min 0 / max 0 when unknown).
+    async fn queue_range(&self, queue: &QueueKey) -> Result<QueueRange>;
+
+    // ----- consumer offsets and groups -----
+
+    /// Stores offsets (upsert), in one round trip.
+    async fn commit_consumer_offsets(&self, offsets: &[ConsumerOffset]) -> Result<()>;
+    /// One committed offset.
+    async fn consumer_offset(
+        &self,
+        group: &ConsumerGroup,
+        queue: &QueueKey,
+    ) -> Result<Option<QueueOffset>>;
+    /// Every committed offset of a group.
+    async fn group_offsets(&self, group: &ConsumerGroup) -> Result<Vec<ConsumerOffset>>;
+    /// One subscription group.
+    async fn get_group(&self, group: &ConsumerGroup) -> Result<Option<SubscriptionGroupConfig>>;
+    /// Creates or replaces a subscription group.
+    async fn put_group(&self, config: &SubscriptionGroupConfig) -> Result<()>;
+    /// Every subscription group.
+    async fn list_groups(&self) -> Result<Vec<SubscriptionGroupConfig>>;
+
+    // ----- name-server KV config -----
+
+    /// PUT_KV_CONFIG.
+    async fn put_kv(&self, namespace: &str, key: &str, value: &str) -> Result<()>;
+    /// GET_KV_CONFIG.
+    async fn get_kv(&self, namespace: &str, key: &str) -> Result<Option<String>>;
+    /// DELETE_KV_CONFIG.
+    async fn delete_kv(&self, namespace: &str, key: &str) -> Result<()>;
+
+    /// Closes connections.
+    async fn close(&self);
+}
+
+/// Opens the backend named by `url`: `embedded://<path>` (SQLite file; a relative path is
+/// relative to the working dir) or `memory://` (embedded, in memory, for tests).
+///
+/// # Errors
+/// [`MetaError::Config`] for an unknown scheme, [`MetaError::Unavailable`] if the database
+/// cannot be opened.
+pub async fn open(url: &str) -> Result<Arc<dyn MetaStore>> {
+    if let Some(path) = url.strip_prefix("embedded://") {
+        return Ok(Arc::new(embedded::EmbeddedMeta::open(path).await?));
+    }
+    if url == "memory://" {
+        return Ok(Arc::new(embedded::EmbeddedMeta::in_memory().await?));
+    }
+    Err(MetaError::Config(format!("unknown metadata url {url:?}")))
+}

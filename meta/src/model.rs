@@ -1,0 +1,208 @@
+//! Records kept in meta. Vocabulary types (topics, offsets) come from `stratus_compat::types`;
+//! records that are Stratus's own (shards, leases, segment commits) are defined here.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use stratus_compat::types::{CommitLogOffset, ConsumerGroup, QueueId, QueueOffset, Topic};
+
+/// A shard (logical broker) id, 0-based; published as broker name `<cluster>-shard-<id>`… by
+/// the gateway.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct ShardId(pub u32);
+
+impl fmt::Display for ShardId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+impl fmt::Debug for ShardId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ShardId({})", self.0)
+    }
+}
+
+/// A lease epoch: increases by one each time a shard changes owner.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Debug)]
+pub struct Epoch(pub i64);
+
+/// A node id (one gateway process identity, stable across its restarts).
+#[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize, Debug)]
+pub struct NodeId(pub String);
+
+/// Topic configuration (`TopicConfig.java`).
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, Debug)]
+pub struct TopicConfig {
+    /// Topic.
+    pub topic: Topic,
+    /// Readable queues per shard.
+    pub read_queue_nums: i32,
+    /// Writable queues per shard.
+    pub write_queue_nums: i32,
+    /// PermName bits.
+    pub perm: i32,
+    /// `SINGLE_TAG` / `MULTI_TAG`.
+    pub topic_filter_type: String,
+    /// TopicSysFlag.
+    pub topic_sys_flag: i32,
+    /// Ordered topic.
+    pub order: bool,
+    /// Retention override in hours (None = node default).
+    pub retention_hours: Option<i64>,
+}
+
+/// Ownership of one shard.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, Debug)]
+pub struct ShardLease {
+    /// Shard.
+    pub shard: ShardId,
+    /// Current epoch.
+    pub epoch: Epoch,
+    /// Owner, None when free.
+    pub owner: Option<NodeId>,
+    /// Lease expiry, ms since epoch.
+    pub expires_at_ms: i64,
+}
+
+/// A queue inside a shard: (shard, topic, queue id).
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Debug)]
+pub struct QueueKey {
+    /// Shard.
+    pub shard: ShardId,
+    /// Topic.
+    pub topic: Topic,
+    /// Queue id.
+    pub queue_id: QueueId,
+}
+
+/// The entries one segment adds to one queue.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, Debug)]
+pub struct QueueAppend {
+    /// Topic.
+    pub topic: Topic,
+    /// Queue id.
+    pub queue_id: QueueId,
+    /// Offset of the first entry; must equal the queue's current max offset.
+    pub first_offset: QueueOffset,
+    /// Entries added (≥ 1).
+    pub count: u32,
+    /// Smallest store time among them, ms.
+    pub min_store_ts: i64,
+    /// Largest store time among them, ms.
+    pub max_store_ts: i64,
+}
+
+/// One shard's section of one uploaded segment object, committed atomically under the
+/// shard's epoch.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, Debug)]
+pub struct SegmentCommit {
+    /// Shard.
+    pub shard: ShardId,
+    /// Epoch the writer holds; the commit is refused if the stored epoch differs.
+    pub epoch: Epoch,
+    /// Writing node.
+    pub node: NodeId,
+    /// Object key of the segment.
+    pub object_key: String,
+    /// Byte position of this shard's section inside the object.
+    pub section_pos: u64,
+    /// Length of the section.
+    pub section_len: u64,
+    /// Byte position of this section's footer (queue index) inside the object.
+    pub footer_pos: u64,
+    /// Length of that footer.
+    pub footer_len: u64,
+    /// First commit-log offset of the section; must equal the shard's stored commit-log end.
+    pub commit_log_start: CommitLogOffset,
+    /// One past the last commit-log offset of the section.
+    pub commit_log_end: CommitLogOffset,
+    /// Per queue entries added.
+    pub queues: Vec<QueueAppend>,
+    /// Commit time, ms.
+    pub committed_at_ms: i64,
+}
+
+/// A committed segment section as looked up for reads.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, Debug)]
+pub struct SegmentRef {
+    /// Object key.
+    pub object_key: String,
+    /// Shard.
+    pub shard: ShardId,
+    /// Section position.
+    pub section_pos: u64,
+    /// Section length.
+    pub section_len: u64,
+    /// Footer position.
+    pub footer_pos: u64,
+    /// Footer length.
+    pub footer_len: u64,
+    /// First commit-log offset of the section.
+    pub commit_log_start: CommitLogOffset,
+    /// One past its last.
+    pub commit_log_end: CommitLogOffset,
+}
+
+/// A segment section's entries for one queue.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, Debug)]
+pub struct QueueSegment {
+    /// The section.
+    pub segment: SegmentRef,
+    /// First queue offset in it.
+    pub first_offset: QueueOffset,
+    /// Entries in it.
+    pub count: u32,
+    /// Smallest store time, ms.
+    pub min_store_ts: i64,
+    /// Largest store time, ms.
+    pub max_store_ts: i64,
+}
+
+/// Bounds of one queue.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, Debug)]
+pub struct QueueRange {
+    /// Queue.
+    pub queue: QueueKey,
+    /// Smallest retained offset.
+    pub min_offset: QueueOffset,
+    /// Next offset to be written.
+    pub max_offset: QueueOffset,
+}
+
+/// State a node needs to take over a shard.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, Debug)]
+pub struct ShardState {
+    /// Shard.
+    pub shard: ShardId,
+    /// Next commit-log offset to assign.
+    pub commit_log_end: CommitLogOffset,
+    /// Every queue of the shard with its bounds.
+    pub queues: Vec<QueueRange>,
+}
+
+/// A committed consumer offset.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, Debug)]
+pub struct ConsumerOffset {
+    /// Group.
+    pub group: ConsumerGroup,
+    /// Queue.
+    pub queue: QueueKey,
+    /// Next offset to consume.
+    pub offset: QueueOffset,
+}
+
+/// Subscription group configuration (`SubscriptionGroupConfig.java`), the fields Stratus uses.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, Debug)]
+pub struct SubscriptionGroupConfig {
+    /// Group.
+    pub group: ConsumerGroup,
+    /// Consumption allowed.
+    pub consume_enable: bool,
+    /// Broadcasting allowed.
+    pub consume_broadcast_enable: bool,
+    /// Retry queues (default 1).
+    pub retry_queue_nums: i32,
+    /// Max reconsume times (default 16).
+    pub retry_max_times: i32,
+}

@@ -1,0 +1,504 @@
+// Stratus test client over github.com/apache/rocketmq-client-go/v2.
+// Same command line and JSON-lines output as the other clients; see ../README.md.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/admin"
+	"github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
+	"github.com/apache/rocketmq-client-go/v2/rlog"
+)
+
+var outMu sync.Mutex
+
+// emit writes one JSON object as a line and flushes it (stdout is unbuffered in Go).
+func emit(fields ...interface{}) {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i := 0; i+1 < len(fields); i += 2 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(fields[i])
+		v, _ := json.Marshal(fields[i+1])
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteString("}\n")
+	outMu.Lock()
+	os.Stdout.WriteString(b.String())
+	outMu.Unlock()
+}
+
+func die(code int, format string, args ...interface{}) {
+	fmt.Fprintf(os.Stderr, "error: "+format+"\n", args...)
+	os.Exit(code)
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		die(64, "usage: produce|consume|pull --namesrv HOST:PORT --topic T --group G ... (see README.md)")
+	}
+	level := os.Getenv("ROCKETMQ_GO_LOG_LEVEL")
+	if level == "" {
+		level = "error"
+	}
+	rlog.SetLogLevel(level) // the library logs to stderr
+	var rc int
+	switch os.Args[1] {
+	case "produce":
+		rc = produce(os.Args[2:])
+	case "consume":
+		rc = consume(os.Args[2:])
+	case "pull":
+		rc = pull(os.Args[2:])
+	default:
+		die(64, "unknown command %s", os.Args[1])
+	}
+	os.Exit(rc)
+}
+
+func requireFlags(fs *flag.FlagSet, names ...string) {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for _, n := range names {
+		if !set[n] {
+			die(64, "missing --%s", n)
+		}
+	}
+}
+
+func nameServer(addr string) primitive.NamesrvAddr {
+	ns, err := primitive.NewNamesrvAddr(strings.Split(addr, ";")...)
+	if err != nil {
+		die(64, "bad --namesrv %q: %v", addr, err)
+	}
+	return ns
+}
+
+// ------------------------------------------------------------------ produce
+
+func makeBody(prefix string, seq, size int) []byte {
+	unit := []byte(prefix + strconv.Itoa(seq) + ":")
+	out := make([]byte, size)
+	for i := range out {
+		out[i] = unit[i%len(unit)]
+	}
+	return out
+}
+
+func sentLine(seq int, msgID, offsetMsgID string, queueID int, queueOffset int64, status string) {
+	emit("event", "sent", "seq", seq, "msgId", msgID, "offsetMsgId", offsetMsgID,
+		"queueId", queueID, "queueOffset", queueOffset, "status", status)
+}
+
+func errLine(seq int, err interface{}) {
+	emit("event", "error", "seq", seq, "error", fmt.Sprint(err))
+}
+
+func statusName(s primitive.SendStatus) string {
+	switch s {
+	case primitive.SendOK:
+		return "SEND_OK"
+	case primitive.SendFlushDiskTimeout:
+		return "FLUSH_DISK_TIMEOUT"
+	case primitive.SendFlushSlaveTimeout:
+		return "FLUSH_SLAVE_TIMEOUT"
+	case primitive.SendSlaveNotAvailable:
+		return "SLAVE_NOT_AVAILABLE"
+	default:
+		return fmt.Sprintf("STATUS_%d", int(s))
+	}
+}
+
+func produce(args []string) int {
+	fs := flag.NewFlagSet("produce", flag.ExitOnError)
+	namesrv := fs.String("namesrv", "", "")
+	topic := fs.String("topic", "", "")
+	group := fs.String("group", "", "")
+	count := fs.Int("count", 0, "")
+	mode := fs.String("mode", "", "sync|async|oneway|batch")
+	tag := fs.String("tag", "", "")
+	keysPrefix := fs.String("keys-prefix", "", "")
+	bodySize := fs.Int("body-size", 0, "")
+	batchSize := fs.Int("batch-size", 8, "")
+	idPrefix := fs.String("id-prefix", "m", "")
+	_ = fs.Parse(args)
+	requireFlags(fs, "namesrv", "topic", "group", "count", "mode", "tag", "keys-prefix", "body-size")
+	switch *mode {
+	case "sync", "async", "oneway", "batch":
+	default:
+		die(64, "bad --mode %s", *mode)
+	}
+	if *batchSize < 1 {
+		die(64, "bad --batch-size")
+	}
+
+	p, err := rocketmq.NewProducer(
+		producer.WithNameServer(nameServer(*namesrv)),
+		producer.WithGroupName(*group),
+		producer.WithInstanceName(fmt.Sprintf("stratus-%d", os.Getpid())),
+		producer.WithSendMsgTimeout(10*time.Second),
+		producer.WithRetry(2),
+	)
+	if err != nil {
+		errLine(-1, err)
+		emit("event", "done", "sent", 0, "errors", 1)
+		return 1
+	}
+	if err := p.Start(); err != nil {
+		errLine(-1, err)
+		emit("event", "done", "sent", 0, "errors", 1)
+		return 1
+	}
+
+	msgs := make([]*primitive.Message, *count)
+	for i := range msgs {
+		m := primitive.NewMessage(*topic, makeBody(*idPrefix, i, *bodySize))
+		m.WithTag(*tag)
+		m.WithKeys([]string{fmt.Sprintf("%s-%d", *keysPrefix, i)})
+		m.WithProperty("seq", strconv.Itoa(i))
+		msgs[i] = m
+	}
+
+	var sent, errs int64
+	ctx := context.Background()
+	report := func(seq int, r *primitive.SendResult) {
+		if r.Status == primitive.SendOK {
+			atomic.AddInt64(&sent, 1)
+			sentLine(seq, r.MsgID, r.OffsetMsgID, r.MessageQueue.QueueId, r.QueueOffset, "SEND_OK")
+		} else {
+			atomic.AddInt64(&errs, 1)
+			errLine(seq, "status "+statusName(r.Status))
+		}
+	}
+	switch *mode {
+	case "sync":
+		for i, m := range msgs {
+			r, err := p.SendSync(ctx, m)
+			if err != nil {
+				atomic.AddInt64(&errs, 1)
+				errLine(i, err)
+				continue
+			}
+			report(i, r)
+		}
+	case "async":
+		var wg sync.WaitGroup
+		for i, m := range msgs {
+			seq := i
+			wg.Add(1)
+			err := p.SendAsync(ctx, func(_ context.Context, r *primitive.SendResult, err error) {
+				defer wg.Done()
+				if err != nil {
+					atomic.AddInt64(&errs, 1)
+					errLine(seq, err)
+					return
+				}
+				report(seq, r)
+			}, m)
+			if err != nil {
+				wg.Done()
+				atomic.AddInt64(&errs, 1)
+				errLine(seq, err)
+			}
+		}
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(time.Duration(60+*count/10) * time.Second):
+			atomic.AddInt64(&errs, 1)
+			errLine(-1, "timed out waiting for async callbacks")
+		}
+	case "oneway":
+		for i, m := range msgs {
+			if err := p.SendOneWay(ctx, m); err != nil {
+				atomic.AddInt64(&errs, 1)
+				errLine(i, err)
+				continue
+			}
+			atomic.AddInt64(&sent, 1)
+			sentLine(i, m.GetProperty(primitive.PropertyUniqueClientMessageIdKeyIndex), "", -1, -1, "ONEWAY")
+		}
+	case "batch":
+		for start := 0; start < len(msgs); start += *batchSize {
+			end := start + *batchSize
+			if end > len(msgs) {
+				end = len(msgs)
+			}
+			batch := msgs[start:end]
+			// The Go client does not give the messages inside a batch a UNIQ_KEY
+			// (the Java client does); set one so every message has a client id.
+			ids := make([]string, len(batch))
+			for k, m := range batch {
+				ids[k] = primitive.CreateUniqID()
+				m.WithProperty(primitive.PropertyUniqueClientMessageIdKeyIndex, ids[k])
+			}
+			r, err := p.SendSync(ctx, batch...)
+			if err != nil {
+				for i := start; i < end; i++ {
+					atomic.AddInt64(&errs, 1)
+					errLine(i, err)
+				}
+				continue
+			}
+			offIDs := strings.Split(r.OffsetMsgID, ",")
+			for i := start; i < end; i++ {
+				k := i - start
+				if r.Status != primitive.SendOK {
+					atomic.AddInt64(&errs, 1)
+					errLine(i, "status "+statusName(r.Status))
+					continue
+				}
+				off := ""
+				if k < len(offIDs) {
+					off = offIDs[k]
+				}
+				atomic.AddInt64(&sent, 1)
+				sentLine(i, ids[k], off, r.MessageQueue.QueueId, r.QueueOffset+int64(k), "SEND_OK")
+			}
+		}
+	}
+	_ = p.Shutdown()
+	emit("event", "done", "sent", atomic.LoadInt64(&sent), "errors", atomic.LoadInt64(&errs))
+	if errs != 0 {
+		return 1
+	}
+	return 0
+}
+
+// ------------------------------------------------------------------ consume
+
+type receiver struct {
+	expect  int
+	mu      sync.Mutex
+	seen    map[string]bool
+	lastNew time.Time
+	enough  chan struct{}
+}
+
+func newReceiver(expect int) *receiver {
+	return &receiver{expect: expect, seen: map[string]bool{}, enough: make(chan struct{})}
+}
+
+func (r *receiver) accept(m *primitive.MessageExt) {
+	id := m.GetProperty(primitive.PropertyUniqueClientMessageIdKeyIndex)
+	if id == "" {
+		id = m.MsgId
+	}
+	emit("event", "recv", "msgId", id, "topic", m.Topic, "queueId", m.Queue.QueueId,
+		"queueOffset", m.QueueOffset, "tags", m.GetTags(), "keys", m.GetKeys(),
+		"seq", m.GetProperty("seq"), "bodyLen", len(m.Body), "bodyCrc32", crc32.ChecksumIEEE(m.Body),
+		"reconsumeTimes", m.ReconsumeTimes)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.seen[id] {
+		r.seen[id] = true
+		r.lastNew = time.Now()
+		if len(r.seen) == r.expect {
+			close(r.enough)
+		}
+	}
+}
+
+func (r *receiver) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.seen)
+}
+
+// wait returns 0 when enough (or idle) and 2 on timeout.
+func (r *receiver) wait(timeout, idle time.Duration) int {
+	deadline := time.After(timeout)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.enough:
+			return 0
+		case <-deadline:
+			return 2
+		case <-tick.C:
+			if idle > 0 {
+				r.mu.Lock()
+				last := r.lastNew
+				r.mu.Unlock()
+				if !last.IsZero() && time.Since(last) >= idle {
+					return 0
+				}
+			}
+		}
+	}
+}
+
+func consume(args []string) int {
+	fs := flag.NewFlagSet("consume", flag.ExitOnError)
+	namesrv := fs.String("namesrv", "", "")
+	topic := fs.String("topic", "", "")
+	group := fs.String("group", "", "")
+	model := fs.String("model", "clustering", "clustering|broadcasting")
+	expr := fs.String("expr", "*", "")
+	expect := fs.Int("expect", 0, "")
+	timeoutSecs := fs.Int("timeout-secs", 0, "")
+	from := fs.String("from", "first", "first|last")
+	idleSecs := fs.Int("idle-exit-secs", 0, "")
+	_ = fs.Parse(args)
+	requireFlags(fs, "namesrv", "topic", "group", "expect", "timeout-secs")
+
+	var mm consumer.MessageModel
+	switch *model {
+	case "clustering":
+		mm = consumer.Clustering
+	case "broadcasting":
+		mm = consumer.BroadCasting
+	default:
+		die(64, "bad --model %s", *model)
+	}
+	var where consumer.ConsumeFromWhere
+	switch *from {
+	case "first":
+		where = consumer.ConsumeFromFirstOffset
+	case "last":
+		where = consumer.ConsumeFromLastOffset
+	default:
+		die(64, "bad --from %s", *from)
+	}
+	c, err := rocketmq.NewPushConsumer(
+		consumer.WithNameServer(nameServer(*namesrv)),
+		consumer.WithGroupName(*group),
+		consumer.WithInstance(fmt.Sprintf("stratus-%d", os.Getpid())),
+		consumer.WithConsumerModel(mm),
+		consumer.WithConsumeFromWhere(where),
+	)
+	if err != nil {
+		errLine(-1, err)
+		emit("event", "done", "received", 0)
+		return 1
+	}
+	rx := newReceiver(*expect)
+	err = c.Subscribe(*topic, consumer.MessageSelector{Type: consumer.TAG, Expression: *expr},
+		func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+			for _, m := range msgs {
+				rx.accept(m)
+			}
+			return consumer.ConsumeSuccess, nil
+		})
+	if err != nil {
+		errLine(-1, err)
+		emit("event", "done", "received", 0)
+		return 1
+	}
+	if err := c.Start(); err != nil {
+		errLine(-1, err)
+		emit("event", "done", "received", 0)
+		return 1
+	}
+	emit("event", "ready")
+	rc := rx.wait(time.Duration(*timeoutSecs)*time.Second, time.Duration(*idleSecs)*time.Second)
+	if rc == 0 {
+		shutdownBounded(c.Shutdown)
+	}
+	emit("event", "done", "received", rx.count())
+	return rc
+}
+
+// shutdownBounded calls f but gives up after 10 s so a stuck shutdown cannot hang the harness.
+func shutdownBounded(f func() error) {
+	done := make(chan struct{})
+	go func() { _ = f(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		fmt.Fprintln(os.Stderr, "warning: consumer shutdown did not finish in 10 s")
+	}
+}
+
+// ------------------------------------------------------------------ pull
+
+func pull(args []string) int {
+	fs := flag.NewFlagSet("pull", flag.ExitOnError)
+	namesrv := fs.String("namesrv", "", "")
+	topic := fs.String("topic", "", "")
+	group := fs.String("group", "", "")
+	expr := fs.String("expr", "*", "")
+	expect := fs.Int("expect", 0, "")
+	timeoutSecs := fs.Int("timeout-secs", 0, "")
+	_ = fs.Parse(args)
+	requireFlags(fs, "namesrv", "topic", "group", "expect", "timeout-secs")
+
+	fail := func(err error) int {
+		errLine(-1, err)
+		emit("event", "done", "received", 0)
+		return 1
+	}
+	ns := nameServer(*namesrv)
+	c, err := rocketmq.NewPullConsumer(
+		consumer.WithNameServer(ns),
+		consumer.WithGroupName(*group),
+		consumer.WithInstance(fmt.Sprintf("stratus-%d", os.Getpid())),
+		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
+	)
+	if err != nil {
+		return fail(err)
+	}
+	if err := c.Subscribe(*topic, consumer.MessageSelector{Type: consumer.TAG, Expression: *expr}); err != nil {
+		return fail(err)
+	}
+	if err := c.Start(); err != nil {
+		return fail(err)
+	}
+	adm, err := admin.NewAdmin(admin.WithResolver(primitive.NewPassthroughResolver(ns)))
+	if err != nil {
+		return fail(err)
+	}
+	queues, err := adm.FetchPublishMessageQueues(context.Background(), *topic)
+	if err != nil {
+		return fail(err)
+	}
+	emit("event", "ready")
+	rx := newReceiver(*expect)
+	deadline := time.Now().Add(time.Duration(*timeoutSecs) * time.Second)
+	// One puller per queue, each from offset 0: an exhausted queue long-polls in the
+	// broker, so queues are read in parallel rather than round-robin.
+	for _, q := range queues {
+		go func(q *primitive.MessageQueue) {
+			offset := int64(0)
+			for time.Now().Before(deadline) {
+				ctx, cancel := context.WithDeadline(context.Background(), deadline)
+				res, err := c.PullFrom(ctx, q, offset, 32)
+				cancel()
+				if err != nil {
+					time.Sleep(200 * time.Millisecond)
+					continue
+				}
+				for _, m := range res.GetMessageExts() {
+					rx.accept(m)
+				}
+				if res.NextBeginOffset > offset {
+					offset = res.NextBeginOffset
+				} else if res.Status != primitive.PullFound {
+					time.Sleep(100 * time.Millisecond)
+				}
+			}
+		}(q)
+	}
+	rc := rx.wait(time.Until(deadline), 0)
+	emit("event", "done", "received", rx.count())
+	return rc
+}

@@ -1,0 +1,456 @@
+package org.stratus.testclient;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.zip.CRC32;
+
+import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
+import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
+import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
+import org.apache.rocketmq.client.producer.DefaultMQProducer;
+import org.apache.rocketmq.client.producer.SendCallback;
+import org.apache.rocketmq.client.producer.SendResult;
+import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
+import org.apache.rocketmq.common.message.Message;
+import org.apache.rocketmq.common.message.MessageExt;
+import org.apache.rocketmq.common.message.MessageQueue;
+
+/**
+ * Stratus test client over the Apache RocketMQ Java remoting client.
+ * One source for the 4.9.x and the 5.x client; see ../README.md for the CLI.
+ */
+public final class RmqClient {
+    private static final Object OUT = new Object();
+
+    private RmqClient() {
+    }
+
+    // ---------------------------------------------------------------- output
+
+    static void emit(String line) {
+        synchronized (OUT) {
+            System.out.println(line);
+            System.out.flush();
+        }
+    }
+
+    static String q(String s) {
+        if (s == null) {
+            return "\"\"";
+        }
+        StringBuilder b = new StringBuilder(s.length() + 2);
+        b.append('"');
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            switch (c) {
+                case '"': b.append("\\\""); break;
+                case '\\': b.append("\\\\"); break;
+                case '\n': b.append("\\n"); break;
+                case '\r': b.append("\\r"); break;
+                case '\t': b.append("\\t"); break;
+                default:
+                    if (c < 0x20) {
+                        b.append(String.format("\\u%04x", (int) c));
+                    } else {
+                        b.append(c);
+                    }
+            }
+        }
+        return b.append('"').toString();
+    }
+
+    static String errText(Throwable t) {
+        String m = t.getClass().getSimpleName() + ": " + t.getMessage();
+        return m.length() > 500 ? m.substring(0, 500) : m;
+    }
+
+    // ---------------------------------------------------------------- args
+
+    static Map<String, String> parse(String[] args, int from) {
+        Map<String, String> m = new HashMap<>();
+        for (int i = from; i < args.length; i++) {
+            String a = args[i];
+            if (!a.startsWith("--")) {
+                throw new IllegalArgumentException("unexpected argument " + a);
+            }
+            if (i + 1 >= args.length) {
+                throw new IllegalArgumentException("missing value for " + a);
+            }
+            m.put(a.substring(2), args[++i]);
+        }
+        return m;
+    }
+
+    static String req(Map<String, String> m, String k) {
+        String v = m.get(k);
+        if (v == null) {
+            throw new IllegalArgumentException("missing --" + k);
+        }
+        return v;
+    }
+
+    static String opt(Map<String, String> m, String k, String d) {
+        String v = m.get(k);
+        return v == null ? d : v;
+    }
+
+    static void usage(String why) {
+        System.err.println("error: " + why);
+        System.err.println("usage: produce|consume|pull --namesrv HOST:PORT --topic T --group G ... (see README.md)");
+        System.exit(64);
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length < 1) {
+            usage("missing command");
+        }
+        Map<String, String> m = null;
+        try {
+            m = parse(args, 1);
+        } catch (IllegalArgumentException e) {
+            usage(e.getMessage());
+        }
+        int rc;
+        try {
+            switch (args[0]) {
+                case "produce": rc = produce(m); break;
+                case "consume": rc = consume(m); break;
+                case "pull": rc = pull(m); break;
+                default: usage("unknown command " + args[0]); rc = 64;
+            }
+        } catch (IllegalArgumentException e) {
+            usage(e.getMessage());
+            rc = 64;
+        } catch (Throwable t) {
+            emit("{\"event\":\"error\",\"seq\":-1,\"error\":" + q(errText(t)) + "}");
+            t.printStackTrace();
+            rc = 1;
+        }
+        System.out.flush();
+        // Client libraries keep non-daemon threads around; leave promptly.
+        Runtime.getRuntime().halt(rc);
+    }
+
+    // ---------------------------------------------------------------- produce
+
+    static byte[] body(String prefix, int seq, int size) {
+        byte[] unit = (prefix + seq + ":").getBytes(StandardCharsets.UTF_8);
+        byte[] out = new byte[size];
+        for (int i = 0; i < size; i++) {
+            out[i] = unit[i % unit.length];
+        }
+        return out;
+    }
+
+    static String sentLine(int seq, String msgId, String offsetMsgId, int queueId, long queueOffset, String status) {
+        return "{\"event\":\"sent\",\"seq\":" + seq + ",\"msgId\":" + q(msgId) + ",\"offsetMsgId\":" + q(offsetMsgId)
+            + ",\"queueId\":" + queueId + ",\"queueOffset\":" + queueOffset + ",\"status\":" + q(status) + "}";
+    }
+
+    static String errLine(int seq, String error) {
+        return "{\"event\":\"error\",\"seq\":" + seq + ",\"error\":" + q(error) + "}";
+    }
+
+    static int produce(Map<String, String> m) throws Exception {
+        String namesrv = req(m, "namesrv");
+        String topic = req(m, "topic");
+        String group = req(m, "group");
+        int count = Integer.parseInt(req(m, "count"));
+        String mode = req(m, "mode");
+        String tag = req(m, "tag");
+        String keysPrefix = req(m, "keys-prefix");
+        int bodySize = Integer.parseInt(req(m, "body-size"));
+        int batchSize = Integer.parseInt(opt(m, "batch-size", "8"));
+        String idPrefix = opt(m, "id-prefix", "m");
+        if (!mode.equals("sync") && !mode.equals("async") && !mode.equals("oneway") && !mode.equals("batch")) {
+            throw new IllegalArgumentException("bad --mode " + mode);
+        }
+
+        DefaultMQProducer producer = new DefaultMQProducer(group);
+        producer.setNamesrvAddr(namesrv);
+        producer.setSendMsgTimeout(10000);
+        producer.setVipChannelEnabled(false);
+        producer.setInstanceName("stratus-" + ProcessHandle.current().pid());
+        producer.start();
+
+        Message[] msgs = new Message[count];
+        for (int i = 0; i < count; i++) {
+            Message msg = new Message(topic, tag, keysPrefix + "-" + i, body(idPrefix, i, bodySize));
+            msg.putUserProperty("seq", Integer.toString(i));
+            msgs[i] = msg;
+        }
+
+        AtomicInteger sent = new AtomicInteger();
+        AtomicInteger errors = new AtomicInteger();
+        switch (mode) {
+            case "sync":
+                for (int i = 0; i < count; i++) {
+                    try {
+                        SendResult r = producer.send(msgs[i]);
+                        reportResult(i, r, sent, errors);
+                    } catch (Exception e) {
+                        errors.incrementAndGet();
+                        emit(errLine(i, errText(e)));
+                    }
+                }
+                break;
+            case "async": {
+                CountDownLatch latch = new CountDownLatch(count);
+                for (int i = 0; i < count; i++) {
+                    final int seq = i;
+                    try {
+                        producer.send(msgs[i], new SendCallback() {
+                            @Override
+                            public void onSuccess(SendResult r) {
+                                reportResult(seq, r, sent, errors);
+                                latch.countDown();
+                            }
+
+                            @Override
+                            public void onException(Throwable e) {
+                                errors.incrementAndGet();
+                                emit(errLine(seq, errText(e)));
+                                latch.countDown();
+                            }
+                        });
+                    } catch (Exception e) {
+                        errors.incrementAndGet();
+                        emit(errLine(seq, errText(e)));
+                        latch.countDown();
+                    }
+                }
+                if (!latch.await(60 + count / 10, TimeUnit.SECONDS)) {
+                    long missing = latch.getCount();
+                    errors.addAndGet((int) missing);
+                    emit(errLine(-1, "timed out waiting for " + missing + " async callbacks"));
+                }
+                break;
+            }
+            case "oneway":
+                for (int i = 0; i < count; i++) {
+                    try {
+                        producer.sendOneway(msgs[i]);
+                        sent.incrementAndGet();
+                        // The UNIQ_KEY is assigned by the client during send.
+                        emit(sentLine(i, msgs[i].getProperty("UNIQ_KEY"), "", -1, -1, "ONEWAY"));
+                    } catch (Exception e) {
+                        errors.incrementAndGet();
+                        emit(errLine(i, errText(e)));
+                    }
+                }
+                break;
+            case "batch":
+                for (int start = 0; start < count; start += batchSize) {
+                    int end = Math.min(count, start + batchSize);
+                    List<Message> batch = new ArrayList<>();
+                    for (int i = start; i < end; i++) {
+                        batch.add(msgs[i]);
+                    }
+                    try {
+                        SendResult r = producer.send(batch);
+                        String[] ids = r.getMsgId() == null ? new String[0] : r.getMsgId().split(",");
+                        String[] offIds = r.getOffsetMsgId() == null ? new String[0] : r.getOffsetMsgId().split(",");
+                        for (int i = start; i < end; i++) {
+                            int k = i - start;
+                            if (r.getSendStatus().name().equals("SEND_OK")) {
+                                sent.incrementAndGet();
+                                emit(sentLine(i, k < ids.length ? ids[k] : "", k < offIds.length ? offIds[k] : "",
+                                    r.getMessageQueue().getQueueId(), r.getQueueOffset() + k, "SEND_OK"));
+                            } else {
+                                errors.incrementAndGet();
+                                emit(errLine(i, "status " + r.getSendStatus()));
+                            }
+                        }
+                    } catch (Exception e) {
+                        for (int i = start; i < end; i++) {
+                            errors.incrementAndGet();
+                            emit(errLine(i, errText(e)));
+                        }
+                    }
+                }
+                break;
+            default:
+                break;
+        }
+        producer.shutdown();
+        emit("{\"event\":\"done\",\"sent\":" + sent.get() + ",\"errors\":" + errors.get() + "}");
+        return errors.get() == 0 ? 0 : 1;
+    }
+
+    static void reportResult(int seq, SendResult r, AtomicInteger sent, AtomicInteger errors) {
+        String status = r.getSendStatus().name();
+        if (status.equals("SEND_OK")) {
+            sent.incrementAndGet();
+            emit(sentLine(seq, r.getMsgId(), r.getOffsetMsgId(), r.getMessageQueue().getQueueId(),
+                r.getQueueOffset(), status));
+        } else {
+            errors.incrementAndGet();
+            emit(errLine(seq, "status " + status));
+        }
+    }
+
+    // ---------------------------------------------------------------- consume
+
+    static final class Receiver {
+        final int expect;
+        final Set<String> seen = ConcurrentHashMap.newKeySet();
+        final CountDownLatch enough = new CountDownLatch(1);
+        final AtomicLong lastNew = new AtomicLong(0);
+
+        Receiver(int expect) {
+            this.expect = expect;
+        }
+
+        void accept(MessageExt msg) {
+            String id = msg.getProperty("UNIQ_KEY");
+            if (id == null || id.isEmpty()) {
+                id = msg.getMsgId();
+            }
+            byte[] b = msg.getBody() == null ? new byte[0] : msg.getBody();
+            CRC32 crc = new CRC32();
+            crc.update(b, 0, b.length);
+            String seq = msg.getUserProperty("seq");
+            emit("{\"event\":\"recv\",\"msgId\":" + q(id) + ",\"topic\":" + q(msg.getTopic())
+                + ",\"queueId\":" + msg.getQueueId() + ",\"queueOffset\":" + msg.getQueueOffset()
+                + ",\"tags\":" + q(msg.getTags()) + ",\"keys\":" + q(msg.getKeys())
+                + ",\"seq\":" + q(seq == null ? "" : seq) + ",\"bodyLen\":" + b.length
+                + ",\"bodyCrc32\":" + crc.getValue() + ",\"reconsumeTimes\":" + msg.getReconsumeTimes() + "}");
+            if (seen.add(id)) {
+                lastNew.set(System.nanoTime());
+                if (seen.size() >= expect) {
+                    enough.countDown();
+                }
+            }
+        }
+
+        /** Waits for the end condition; returns the exit code (0 done, 2 timeout). */
+        int await(long timeoutSecs, long idleSecs) throws InterruptedException {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(timeoutSecs);
+            while (true) {
+                if (enough.await(100, TimeUnit.MILLISECONDS)) {
+                    return 0;
+                }
+                long now = System.nanoTime();
+                long last = lastNew.get();
+                if (idleSecs > 0 && last != 0 && now - last >= TimeUnit.SECONDS.toNanos(idleSecs)) {
+                    return 0;
+                }
+                if (now >= deadline) {
+                    return 2;
+                }
+            }
+        }
+    }
+
+    /** MessageModel moved packages between 4.9 and 5.x: set it by reflection so one source serves both. */
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    static void setMessageModel(DefaultMQPushConsumer consumer, String name) throws Exception {
+        for (java.lang.reflect.Method meth : DefaultMQPushConsumer.class.getMethods()) {
+            if (meth.getName().equals("setMessageModel") && meth.getParameterCount() == 1) {
+                Class<? extends Enum> type = (Class<? extends Enum>) meth.getParameterTypes()[0];
+                meth.invoke(consumer, Enum.valueOf(type, name));
+                return;
+            }
+        }
+        throw new IllegalStateException("no setMessageModel");
+    }
+
+    static int consume(Map<String, String> m) throws Exception {
+        String namesrv = req(m, "namesrv");
+        String topic = req(m, "topic");
+        String group = req(m, "group");
+        String model = opt(m, "model", "clustering");
+        String expr = opt(m, "expr", "*");
+        int expect = Integer.parseInt(req(m, "expect"));
+        long timeout = Long.parseLong(req(m, "timeout-secs"));
+        String from = opt(m, "from", "first");
+        long idle = Long.parseLong(opt(m, "idle-exit-secs", "0"));
+
+        DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group);
+        consumer.setNamesrvAddr(namesrv);
+        consumer.setVipChannelEnabled(false);
+        consumer.setInstanceName("stratus-" + ProcessHandle.current().pid());
+        if (!model.equals("broadcasting") && !model.equals("clustering")) {
+            throw new IllegalArgumentException("bad --model " + model);
+        }
+        setMessageModel(consumer, model.toUpperCase());
+        if (from.equals("first")) {
+            consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        } else if (from.equals("last")) {
+            consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET);
+        } else {
+            throw new IllegalArgumentException("bad --from " + from);
+        }
+        consumer.subscribe(topic, expr);
+        Receiver rx = new Receiver(expect);
+        consumer.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
+            for (MessageExt msg : msgs) {
+                rx.accept(msg);
+            }
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        });
+        consumer.start();
+        emit("{\"event\":\"ready\"}");
+        int rc = rx.await(timeout, idle);
+        if (rc == 0) {
+            consumer.shutdown();
+        }
+        emit("{\"event\":\"done\",\"received\":" + rx.seen.size() + "}");
+        return rc;
+    }
+
+    // ---------------------------------------------------------------- pull
+
+    static int pull(Map<String, String> m) throws Exception {
+        String namesrv = req(m, "namesrv");
+        String topic = req(m, "topic");
+        String group = req(m, "group");
+        String expr = opt(m, "expr", "*");
+        int expect = Integer.parseInt(req(m, "expect"));
+        long timeout = Long.parseLong(req(m, "timeout-secs"));
+
+        DefaultLitePullConsumer consumer = new DefaultLitePullConsumer(group);
+        consumer.setNamesrvAddr(namesrv);
+        consumer.setVipChannelEnabled(false);
+        consumer.setInstanceName("stratus-" + ProcessHandle.current().pid());
+        consumer.setAutoCommit(false);
+        consumer.setPollTimeoutMillis(1000);
+        consumer.setSubExpressionForAssign(topic, expr);
+        consumer.start();
+        Collection<MessageQueue> mqs = consumer.fetchMessageQueues(topic);
+        consumer.assign(mqs);
+        for (MessageQueue mq : mqs) {
+            consumer.seek(mq, 0);
+        }
+        emit("{\"event\":\"ready\"}");
+        Receiver rx = new Receiver(expect);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(timeout);
+        int rc = 2;
+        while (System.nanoTime() < deadline) {
+            List<MessageExt> got = consumer.poll(500);
+            for (MessageExt msg : got) {
+                rx.accept(msg);
+            }
+            if (rx.seen.size() >= expect) {
+                rc = 0;
+                break;
+            }
+        }
+        if (rc == 0) {
+            consumer.shutdown();
+        }
+        emit("{\"event\":\"done\",\"received\":" + rx.seen.size() + "}");
+        return rc;
+    }
+}

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Run one built test client with the common CLI:
+#   run.sh java49|java5|go|cpp|rust produce|consume|pull [args...]
+# Build them first with install.sh. Client logs and local state go to
+# $STRATUS_CLIENT_STATE (default ${TMPDIR:-/tmp}/stratus-test-clients/<client>).
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+client=${1:?usage: run.sh java49|java5|go|cpp|rust produce|consume|pull [args...]}
+shift
+state=${STRATUS_CLIENT_STATE:-${TMPDIR:-/tmp}/stratus-test-clients/$client}
+mkdir -p "$state"
+
+case $client in
+  java49|java5)
+    dir=$here/$client
+    [ -f "$dir/target/rmq-client-$client-1.jar" ] || { echo "$client is not built: run install.sh $client" >&2; exit 127; }
+    exec java ${JAVA_CLIENT_OPTS:--Xms64m -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1} \
+      -Duser.home="$state" -Drocketmq.client.logRoot="$state/logs" \
+      -Drocketmq.client.logLevel=${ROCKETMQ_CLIENT_LOG_LEVEL:-INFO} \
+      -cp "$dir/target/rmq-client-$client-1.jar:$dir/target/lib/*" org.stratus.testclient.RmqClient "$@"
+    ;;
+  go)
+    bin=$here/go/bin/rmq-client-go
+    [ -x "$bin" ] || { echo "go is not built: run install.sh go" >&2; exit 127; }
+    HOME="$state" exec "$bin" "$@"
+    ;;
+  cpp|python)
+    py=$here/python/.venv/bin/python
+    [ -x "$py" ] || { echo "python/cpp is not installed: run install.sh python" >&2; exit 127; }
+    # The C++ core logs to $HOME/logs/rocketmq-cpp/.
+    HOME="$state" PYTHONUNBUFFERED=1 exec "$py" "$here/python/rmq_client.py" "$@"
+    ;;
+  rust)
+    bin=$here/rust/target/debug/rmq-client
+    [ -x "$bin" ] || { echo "rust is not built: run install.sh rust" >&2; exit 127; }
+    HOME="$state" exec "$bin" "$@"
+    ;;
+  *)
+    echo "unknown client $client (java49, java5, go, cpp, rust)" >&2
+    exit 64
+    ;;
+esac
