@@ -285,22 +285,33 @@ const LANGUAGES: [(LanguageCode, &str); 14] = [
 impl LanguageCode {
     /// The JSON name (`JAVA`, `CPP`, …).
     pub fn name(self) -> &'static str {
-        LANGUAGES.iter().find(|(l, _)| *l == self).map_or("OTHER", |(_, n)| n)
+        LANGUAGES
+            .iter()
+            .find(|(l, _)| *l == self)
+            .map_or("OTHER", |(_, n)| n)
     }
 
     /// The binary byte.
     pub fn to_byte(self) -> u8 {
-        LANGUAGES.iter().position(|(l, _)| *l == self).map_or(7, |i| i as u8)
+        LANGUAGES
+            .iter()
+            .position(|(l, _)| *l == self)
+            .map_or(7, |i| i as u8)
     }
 
     /// From a JSON name; unknown names map to [`LanguageCode::Other`].
     pub fn from_name(name: &str) -> Self {
-        LANGUAGES.iter().find(|(_, n)| *n == name).map_or(Self::Other, |(l, _)| *l)
+        LANGUAGES
+            .iter()
+            .find(|(_, n)| *n == name)
+            .map_or(Self::Other, |(l, _)| *l)
     }
 
     /// From the binary byte; unknown bytes map to [`LanguageCode::Other`].
     pub fn from_byte(b: u8) -> Self {
-        LANGUAGES.get(usize::from(b)).map_or(Self::Other, |(l, _)| *l)
+        LANGUAGES
+            .get(usize::from(b))
+            .map_or(Self::Other, |(l, _)| *l)
     }
 }
 

@@ -18,11 +18,20 @@ impl FrameLimits {
     /// # Errors
     /// [`FrameError::InvalidLimits`] when the bounds are inconsistent.
     pub fn try_new(max_frame: usize, max_header: usize) -> Result<Self, FrameError> {
-        if max_frame == 0 || max_header == 0 || max_header > max_frame || max_frame > DEFAULT_MAX_FRAME
+        if max_frame == 0
+            || max_header == 0
+            || max_header > max_frame
+            || max_frame > DEFAULT_MAX_FRAME
         {
-            return Err(FrameError::InvalidLimits { max_frame, max_header });
+            return Err(FrameError::InvalidLimits {
+                max_frame,
+                max_header,
+            });
         }
-        Ok(Self { max_frame, max_header })
+        Ok(Self {
+            max_frame,
+            max_header,
+        })
     }
 
     /// Largest accepted `frameLength`.
@@ -38,6 +47,9 @@ impl FrameLimits {
 
 impl Default for FrameLimits {
     fn default() -> Self {
-        Self { max_frame: DEFAULT_MAX_FRAME, max_header: 1 << 20 }
+        Self {
+            max_frame: DEFAULT_MAX_FRAME,
+            max_header: 1 << 20,
+        }
     }
 }

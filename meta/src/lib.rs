@@ -8,7 +8,9 @@
 //!   commit-log start equals the shard's commit-log end and each queue's first offset equals
 //!   the queue's max offset; it is applied atomically (segment rows, queue ranges, max offsets,
 //!   commit-log end) or not at all;
-//! - lease epochs only increase.
+//! - lease epochs only increase;
+//! - a shard that was never created (see [`MetaStore::ensure_shards`]) is
+//!   [`MetaError::NotFound`] for every lease call, [`MetaStore::shard_state`] and a commit.
 #![warn(missing_docs)]
 
 pub mod embedded;
@@ -33,7 +35,7 @@ pub trait MetaStore: Send + Sync + Debug {
 
     /// One topic's config.
     async fn get_topic(&self, topic: &Topic) -> Result<Option<TopicConfig>>;
-    /// Every topic.
+    /// Every topic, ordered by name.
     async fn list_topics(&self) -> Result<Vec<TopicConfig>>;
     /// Creates or replaces a topic config.
     async fn put_topic(&self, config: &TopicConfig) -> Result<()>;
@@ -46,7 +48,7 @@ pub trait MetaStore: Send + Sync + Debug {
 
     /// Makes sure shards `0..count` exist (free, epoch 0); returns every shard's lease.
     async fn ensure_shards(&self, count: u32) -> Result<Vec<ShardLease>>;
-    /// Every shard's lease.
+    /// Every shard's lease, ordered by shard id.
     async fn list_shards(&self) -> Result<Vec<ShardLease>>;
     /// Takes `shard` for `node` if it is free, expired at `now_ms`, or already ours: bumps
     /// the epoch (unless already ours), sets expiry `now_ms + ttl_ms`. `None` if another
@@ -67,7 +69,8 @@ pub trait MetaStore: Send + Sync + Debug {
         now_ms: i64,
         ttl_ms: i64,
     ) -> Result<ShardLease>;
-    /// Gives the shard up (owner cleared, epoch kept) if we still hold `epoch`.
+    /// Gives the shard up (owner cleared, epoch kept) if we still hold `epoch`. Releasing
+    /// again under the same epoch is a no-op; [`MetaError::Fenced`] if the epoch moved on.
     async fn release_shard(&self, shard: ShardId, node: &NodeId, epoch: Epoch) -> Result<()>;
     /// Commit-log end and every queue's bounds of a shard: what a new owner loads.
     async fn shard_state(&self, shard: ShardId) -> Result<ShardState>;
@@ -77,6 +80,13 @@ pub trait MetaStore: Send + Sync + Debug {
     /// Commits the sections of one segment object (one per shard), in one transaction.
     /// Fails with [`MetaError::Fenced`] if any section's epoch/owner is stale and with
     /// [`MetaError::Conflict`] if offsets are not contiguous; nothing is applied then.
+    /// Sections are applied in slice order, so two sections of one shard must follow each
+    /// other. A malformed section (an append of zero entries, a queue twice, a reversed
+    /// commit-log range) is a [`MetaError::Conflict`] too.
+    ///
+    /// Retries are safe: a section identical to one already committed (same shard, epoch,
+    /// object key and commit-log range) is accepted and applies nothing again, so retrying a
+    /// commit whose outcome was unknown (a lost reply) succeeds instead of conflicting.
     async fn commit_segment(&self, sections: &[SegmentCommit]) -> Result<()>;
     /// Sections holding entries of `queue` at or after `from`, in offset order, at most
     /// `limit`; the first one contains `from` when `from` is retained.
@@ -87,8 +97,11 @@ pub trait MetaStore: Send + Sync + Debug {
         limit: u32,
     ) -> Result<Vec<QueueSegment>>;
     /// The first section of `queue` whose max store time ≥ `ts_ms`.
-    async fn queue_segment_by_time(&self, queue: &QueueKey, ts_ms: i64)
-    -> Result<Option<QueueSegment>>;
+    async fn queue_segment_by_time(
+        &self,
+        queue: &QueueKey,
+        ts_ms: i64,
+    ) -> Result<Option<QueueSegment>>;
     /// The section of `shard` containing commit-log offset `offset`.
     async fn segment_by_commit_log_offset(
         &self,
@@ -100,7 +113,7 @@ pub trait MetaStore: Send + Sync + Debug {
 
     // ----- consumer offsets and groups -----
 
-    /// Stores offsets (upsert), in one round trip.
+    /// Stores offsets (upsert), in one round trip. A key given twice keeps its last value.
     async fn commit_consumer_offsets(&self, offsets: &[ConsumerOffset]) -> Result<()>;
     /// One committed offset.
     async fn consumer_offset(
@@ -108,13 +121,13 @@ pub trait MetaStore: Send + Sync + Debug {
         group: &ConsumerGroup,
         queue: &QueueKey,
     ) -> Result<Option<QueueOffset>>;
-    /// Every committed offset of a group.
+    /// Every committed offset of a group, ordered by queue (shard, topic, queue id).
     async fn group_offsets(&self, group: &ConsumerGroup) -> Result<Vec<ConsumerOffset>>;
     /// One subscription group.
     async fn get_group(&self, group: &ConsumerGroup) -> Result<Option<SubscriptionGroupConfig>>;
     /// Creates or replaces a subscription group.
     async fn put_group(&self, config: &SubscriptionGroupConfig) -> Result<()>;
-    /// Every subscription group.
+    /// Every subscription group, ordered by name.
     async fn list_groups(&self) -> Result<Vec<SubscriptionGroupConfig>>;
 
     // ----- name-server KV config -----
@@ -131,11 +144,12 @@ pub trait MetaStore: Send + Sync + Debug {
 }
 
 /// Opens the backend named by `url`: `embedded://<path>` (SQLite file; a relative path is
-/// relative to the working dir) or `memory://` (embedded, in memory, for tests).
+/// relative to the working dir; an existing directory gets `stratus-meta.sqlite` inside it)
+/// or `memory://` (embedded, in memory, for tests).
 ///
 /// # Errors
 /// [`MetaError::Config`] for an unknown scheme, [`MetaError::Unavailable`] if the database
-/// cannot be opened.
+/// cannot be opened, [`MetaError::Corrupt`] if it is not a Stratus meta database.
 pub async fn open(url: &str) -> Result<Arc<dyn MetaStore>> {
     if let Some(path) = url.strip_prefix("embedded://") {
         return Ok(Arc::new(embedded::EmbeddedMeta::open(path).await?));

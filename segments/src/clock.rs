@@ -41,12 +41,17 @@ pub struct ManualClock {
 impl ManualClock {
     /// Starts at `now_ms`.
     pub fn new(now_ms: i64) -> Arc<Self> {
-        Arc::new(Self { now: AtomicI64::new(now_ms) })
+        Arc::new(Self {
+            now: AtomicI64::new(now_ms),
+        })
     }
 
     /// Moves time forward.
     pub fn advance(&self, d: Duration) {
-        self.now.fetch_add(i64::try_from(d.as_millis()).unwrap_or(i64::MAX), Ordering::SeqCst);
+        self.now.fetch_add(
+            i64::try_from(d.as_millis()).unwrap_or(i64::MAX),
+            Ordering::SeqCst,
+        );
     }
 }
 

@@ -50,6 +50,9 @@ pub enum SegmentError {
 impl SegmentError {
     /// True when a retry may succeed.
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Self::ObjectStore { .. } | Self::Busy | Self::Timeout(_))
+        matches!(
+            self,
+            Self::ObjectStore { .. } | Self::Busy | Self::Timeout(_)
+        )
     }
 }

@@ -12,13 +12,19 @@
 //! reader never sees an entry before its commit; bytes returned are checksum-verified.
 #![warn(missing_docs)]
 
+pub mod cache;
 pub mod clock;
 pub mod error;
 pub mod format;
 pub mod handle;
 pub mod heads;
+pub mod metrics;
+pub mod paths;
 pub mod reader;
 pub mod store;
 pub mod writer;
+
+#[cfg(test)]
+mod testkit;
 
 pub use error::SegmentError;

@@ -16,7 +16,10 @@ impl TagFilter {
     pub fn parse(expr: &str) -> Self {
         let expr = expr.trim();
         if expr.is_empty() || expr == "*" {
-            return Self { tags: Vec::new(), codes: Vec::new() };
+            return Self {
+                tags: Vec::new(),
+                codes: Vec::new(),
+            };
         }
         let tags: Vec<String> = expr
             .split("||")

@@ -1,13 +1,25 @@
 //! Message encodings: the stored/pulled record (§15.1), batch bodies (§15.5), the
-//! properties string (§15.4), offset message ids (§16.1) and MessageSysFlag bits (§18.1).
+//! properties string (§15.4), offset message ids (§16.1), client unique ids (§16.2) and
+//! MessageSysFlag bits (§18.1).
+//!
+//! Decoders check every length against the bytes present and never panic on hostile input.
 
 pub mod batch;
 pub mod id;
 pub mod properties;
 pub mod record;
 pub mod sysflag;
+pub mod uniq;
+
+pub use batch::{BatchEntry, decode_batch, encode_batch};
+pub use id::{create_offset_msg_id, decode_offset_msg_id};
+pub use properties::Properties;
+pub use record::MessageExt;
+pub use uniq::new_uniq_id;
 
 use thiserror::Error;
+
+use crate::wire::Truncated;
 
 /// A message record, batch body, properties string or message id could not be decoded.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
@@ -39,4 +51,27 @@ pub enum MessageError {
     /// An offset message id is not 32 or 56 hex characters.
     #[error("invalid message id {0:?}")]
     BadMessageId(String),
+    /// A host field's port is outside 0..=65535.
+    #[error("invalid port {0} in {1}")]
+    BadPort(i32, &'static str),
+    /// A field is too long for its length prefix (encoding only).
+    #[error("{what} of {len} bytes exceeds the maximum of {max}")]
+    TooLong {
+        /// Which field.
+        what: &'static str,
+        /// Its length.
+        len: usize,
+        /// The largest length its prefix can carry.
+        max: usize,
+    },
+}
+
+impl From<Truncated> for MessageError {
+    fn from(t: Truncated) -> Self {
+        Self::Truncated {
+            what: t.what,
+            need: t.need,
+            have: t.have,
+        }
+    }
 }

@@ -1,4 +1,8 @@
 //! The properties string (§15.4): `name 0x01 value 0x02` repeated.
+//!
+//! Parsing follows Java's `string2messageProperties`: split at `0x02`, split each segment at
+//! its first `0x01`, skip segments with no separator or an empty name or value, and let a
+//! later duplicate replace an earlier one. Names and values cannot contain the separators.
 
 /// Separator between a name and its value.
 pub const NAME_VALUE_SEPARATOR: char = '\u{1}';
@@ -49,13 +53,34 @@ impl Properties {
     /// Parses leniently: segments without a separator or with an empty name or value are
     /// skipped; a later duplicate overrides an earlier one.
     pub fn parse(s: &str) -> Self {
-        let _ = s;
-        todo!()
+        let mut props = Self::default();
+        for segment in s.split(PROPERTY_SEPARATOR) {
+            if let Some((name, value)) = segment.split_once(NAME_VALUE_SEPARATOR)
+                && !name.is_empty()
+                && !value.is_empty()
+            {
+                props.insert(name, value);
+            }
+        }
+        props
+    }
+
+    /// Number of pairs.
+    pub fn len(&self) -> usize {
+        self.pairs.len()
+    }
+
+    /// True when there are no pairs.
+    pub fn is_empty(&self) -> bool {
+        self.pairs.is_empty()
     }
 
     /// Value of `name`.
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+        self.pairs
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
     }
 
     /// Sets (replacing) `name`.
@@ -77,8 +102,83 @@ impl Properties {
         self.pairs.iter().map(|(k, v)| (k.as_str(), v.as_str()))
     }
 
-    /// Encodes as `name\x01value\x02…`.
+    /// Encodes as `name\x01value\x02…`, in insertion order. Pairs that [`Self::parse`]
+    /// would drop (empty name or value) are left out, so `parse(encode(p)) == p` whenever no
+    /// name or value contains a separator.
     pub fn encode(&self) -> String {
-        todo!()
+        let mut out = String::with_capacity(self.encoded_len());
+        for (k, v) in self.iter().filter(|(k, v)| !k.is_empty() && !v.is_empty()) {
+            out.push_str(k);
+            out.push(NAME_VALUE_SEPARATOR);
+            out.push_str(v);
+            out.push(PROPERTY_SEPARATOR);
+        }
+        out
+    }
+
+    /// Length of [`Self::encode`]'s output.
+    pub fn encoded_len(&self) -> usize {
+        self.iter()
+            .filter(|(k, v)| !k.is_empty() && !v.is_empty())
+            .map(|(k, v)| k.len() + v.len() + 2)
+            .sum()
+    }
+}
+
+impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for Properties {
+    fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
+        let mut props = Self::default();
+        for (k, v) in iter {
+            props.insert(&k.into(), &v.into());
+        }
+        props
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn parse_reads_java_output_and_skips_malformed_segments() {
+        let p = Properties::parse(
+            "TAGS\u{1}TagA\u{2}KEYS\u{1}k1 k2\u{2}junk\u{2}\u{1}v\u{2}e\u{1}\u{2}a\u{1}b\u{1}c",
+        );
+        let pairs: Vec<_> = p.iter().collect();
+        assert_eq!(
+            pairs,
+            vec![("TAGS", "TagA"), ("KEYS", "k1 k2"), ("a", "b\u{1}c")]
+        );
+    }
+
+    #[test]
+    fn later_duplicates_override_earlier_ones() {
+        let p = Properties::parse("A\u{1}1\u{2}B\u{1}2\u{2}A\u{1}3\u{2}");
+        assert_eq!(p.get("A"), Some("3"));
+        assert_eq!(p.len(), 2);
+    }
+
+    #[test]
+    fn encode_writes_a_separator_after_every_pair() {
+        let p: Properties = [("WAIT", "true"), ("TAGS", "T"), ("EMPTY", "")]
+            .into_iter()
+            .collect();
+        assert_eq!(p.encode(), "WAIT\u{1}true\u{2}TAGS\u{1}T\u{2}");
+        assert_eq!(p.encoded_len(), p.encode().len());
+        assert_eq!(Properties::default().encode(), "");
+    }
+
+    proptest! {
+        #[test]
+        fn properties_round_trip(pairs in proptest::collection::vec(("[^\u{1}\u{2}]{1,10}", "[^\u{1}\u{2}]{1,10}"), 0..8)) {
+            let p: Properties = pairs.into_iter().collect();
+            prop_assert_eq!(Properties::parse(&p.encode()), p);
+        }
+
+        #[test]
+        fn properties_parse_never_panics(s in ".{0,64}") {
+            let _ = Properties::parse(&s);
+        }
     }
 }

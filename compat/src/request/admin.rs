@@ -81,7 +81,9 @@ impl TopicHeader {
     /// # Errors
     /// [`HeaderError`] when `topic` is missing.
     pub fn from_command(cmd: &RemotingCommand) -> Result<Self, HeaderError> {
-        Ok(Self { topic: req_str(cmd, "topic")? })
+        Ok(Self {
+            topic: req_str(cmd, "topic")?,
+        })
     }
 
     /// Writes into ext fields.
@@ -103,7 +105,9 @@ impl ViewMessageRequestHeader {
     /// # Errors
     /// [`HeaderError`] when `offset` is missing or not a number.
     pub fn from_command(cmd: &RemotingCommand) -> Result<Self, HeaderError> {
-        Ok(Self { offset: req_num(cmd, "offset")? })
+        Ok(Self {
+            offset: req_num(cmd, "offset")?,
+        })
     }
 
     /// Writes into ext fields.

@@ -114,9 +114,10 @@ fn lenient_i64<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
             .or_else(|| n.as_f64().map(|f| f as i64))
             .ok_or_else(|| serde::de::Error::custom("bad number")),
         serde_json::Value::String(s) if s.trim().is_empty() => Ok(0),
-        serde_json::Value::String(s) => {
-            s.trim().parse().map_err(|_| serde::de::Error::custom(format!("bad number {s:?}")))
-        }
+        serde_json::Value::String(s) => s
+            .trim()
+            .parse()
+            .map_err(|_| serde::de::Error::custom(format!("bad number {s:?}"))),
         serde_json::Value::Null => Ok(0),
         _ => Err(serde::de::Error::custom(format!("bad number {v}"))),
     }
@@ -266,7 +267,9 @@ impl ConsumerGroupHeader {
     /// # Errors
     /// [`HeaderError`] when `consumerGroup` is missing.
     pub fn from_command(cmd: &RemotingCommand) -> Result<Self, HeaderError> {
-        Ok(Self { consumer_group: req_str(cmd, "consumerGroup")? })
+        Ok(Self {
+            consumer_group: req_str(cmd, "consumerGroup")?,
+        })
     }
 
     /// Writes into ext fields.

@@ -17,7 +17,10 @@ use crate::error::HeaderError;
 
 /// A required string field.
 pub(crate) fn req_str(cmd: &RemotingCommand, field: &'static str) -> Result<String, HeaderError> {
-    cmd.ext_fields.get(field).cloned().ok_or(HeaderError::Missing(field))
+    cmd.ext_fields
+        .get(field)
+        .cloned()
+        .ok_or(HeaderError::Missing(field))
 }
 
 /// An optional string field.
@@ -30,8 +33,14 @@ pub(crate) fn req_num<T: std::str::FromStr>(
     cmd: &RemotingCommand,
     field: &'static str,
 ) -> Result<T, HeaderError> {
-    let raw = cmd.ext_fields.get(field).ok_or(HeaderError::Missing(field))?;
-    raw.trim().parse().map_err(|_| HeaderError::Invalid { field, value: raw.clone() })
+    let raw = cmd
+        .ext_fields
+        .get(field)
+        .ok_or(HeaderError::Missing(field))?;
+    raw.trim().parse().map_err(|_| HeaderError::Invalid {
+        field,
+        value: raw.clone(),
+    })
 }
 
 /// An optional integer field; present but unparsable is an error.
@@ -46,7 +55,10 @@ pub(crate) fn opt_num<T: std::str::FromStr>(
             .trim()
             .parse()
             .map(Some)
-            .map_err(|_| HeaderError::Invalid { field, value: raw.clone() }),
+            .map_err(|_| HeaderError::Invalid {
+                field,
+                value: raw.clone(),
+            }),
     }
 }
 

@@ -94,7 +94,10 @@ impl QueueRequestHeader {
     /// # Errors
     /// [`HeaderError`] for a missing or invalid field.
     pub fn from_command(cmd: &RemotingCommand) -> Result<Self, HeaderError> {
-        Ok(Self { topic: req_str(cmd, "topic")?, queue_id: req_num(cmd, "queueId")? })
+        Ok(Self {
+            topic: req_str(cmd, "topic")?,
+            queue_id: req_num(cmd, "queueId")?,
+        })
     }
 
     /// Writes into ext fields.

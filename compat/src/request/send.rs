@@ -47,8 +47,10 @@ impl SendMessageRequestHeader {
     /// [`HeaderError`] for a missing mandatory field or a non-numeric number.
     pub fn from_command(cmd: &RemotingCommand) -> Result<Self, HeaderError> {
         let code = RequestCode::from_i32(cmd.code);
-        let v2 = matches!(code, RequestCode::SendMessageV2 | RequestCode::SendBatchMessage)
-            || (!cmd.ext_fields.contains_key("topic") && cmd.ext_fields.contains_key("b"));
+        let v2 = matches!(
+            code,
+            RequestCode::SendMessageV2 | RequestCode::SendBatchMessage
+        ) || (!cmd.ext_fields.contains_key("topic") && cmd.ext_fields.contains_key("b"));
         if v2 {
             Ok(Self {
                 producer_group: req_str(cmd, "a")?,
@@ -63,8 +65,7 @@ impl SendMessageRequestHeader {
                 reconsume_times: opt_num(cmd, "j")?,
                 unit_mode: opt_bool(cmd, "k"),
                 max_reconsume_times: opt_num(cmd, "l")?,
-                batch: opt_bool(cmd, "m").unwrap_or(false)
-                    || code == RequestCode::SendBatchMessage,
+                batch: opt_bool(cmd, "m").unwrap_or(false) || code == RequestCode::SendBatchMessage,
                 broker_name: opt_str(cmd, "n").or_else(|| opt_str(cmd, "bname")),
             })
         } else {

@@ -1,0 +1,507 @@
+//! Settings: plain data, loaded in layers (built-in defaults, then the TOML file, then
+//! `STRATUS_<SECTION>__<KEY>` environment variables, then command-line overrides) and
+//! validated once at start-up.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use figment::Figment;
+use figment::providers::{Env, Format, Serialized, Toml};
+use serde::{Deserialize, Serialize};
+
+/// A byte size: written as `"4MiB"`, `"256KiB"`, `"16777212B"` or a plain integer of bytes,
+/// and printed exactly (never rounded).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ByteSize(u64);
+
+impl ByteSize {
+    /// `n` bytes.
+    pub const fn b(n: u64) -> Self {
+        Self(n)
+    }
+    /// `n` KiB.
+    pub const fn kib(n: u64) -> Self {
+        Self(n * 1024)
+    }
+    /// `n` MiB.
+    pub const fn mib(n: u64) -> Self {
+        Self(n * 1024 * 1024)
+    }
+    /// Bytes.
+    pub const fn as_u64(self) -> u64 {
+        self.0
+    }
+    /// Bytes as usize (saturating).
+    pub fn as_usize(self) -> usize {
+        usize::try_from(self.0).unwrap_or(usize::MAX)
+    }
+}
+
+impl Serialize for ByteSize {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        const MIB: u64 = 1024 * 1024;
+        let text = match self.0 {
+            0 => "0B".to_owned(),
+            n if n % (1024 * MIB) == 0 => format!("{}GiB", n / (1024 * MIB)),
+            n if n % MIB == 0 => format!("{}MiB", n / MIB),
+            n if n % 1024 == 0 => format!("{}KiB", n / 1024),
+            n => format!("{n}B"),
+        };
+        s.serialize_str(&text)
+    }
+}
+
+impl<'de> Deserialize<'de> for ByteSize {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Int(u64),
+            Text(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Int(n) => Ok(Self(n)),
+            Raw::Text(t) => t
+                .parse::<bytesize::ByteSize>()
+                .map(|b| Self(b.as_u64()))
+                .map_err(|e| serde::de::Error::custom(format!("invalid size {t:?}: {e}"))),
+        }
+    }
+}
+
+/// Every setting of a node. Each field has a default; see `deploy/stratus.example.toml`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    /// Identity of this node and its data directory.
+    pub node: NodeSettings,
+    /// Listening and advertised addresses.
+    pub listen: ListenSettings,
+    /// RocketMQ broker behaviour (topics, limits, long polling).
+    pub broker: BrokerSettings,
+    /// Object storage and group commit.
+    pub storage: StorageSettings,
+    /// Metadata database.
+    pub meta: MetaSettings,
+    /// Connection limits.
+    pub limits: LimitSettings,
+}
+
+/// Identity of this node.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct NodeSettings {
+    /// Node id, stable across restarts of this node; names its segment objects.
+    pub id: String,
+    /// Directory for local state: the embedded metadata database and, by default, the
+    /// object store directory.
+    pub data_dir: PathBuf,
+    /// Cluster name published in routes and cluster info.
+    pub cluster_name: String,
+    /// Number of shards (logical brokers); each appears in routes as `broker-<n>`.
+    pub shards: u32,
+    /// Longest time shutdown may take before the process exits non-zero.
+    #[serde(with = "humantime_serde")]
+    pub shutdown_grace: Duration,
+}
+
+/// Addresses.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct ListenSettings {
+    /// Name-server port; it also answers broker requests.
+    pub namesrv_addr: SocketAddr,
+    /// Broker port; it also answers name-server requests.
+    pub broker_addr: SocketAddr,
+    /// `host:port` clients are told to dial for this node's shards (routes, message ids);
+    /// defaults to `broker_addr`.
+    pub advertised_addr: Option<String>,
+}
+
+/// RocketMQ broker behaviour.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct BrokerSettings {
+    /// Create unknown topics on route lookup and on send (`autoCreateTopicEnable`).
+    pub auto_create_topic: bool,
+    /// Queues of an auto-created topic and of `TBW102` (`defaultTopicQueueNums`).
+    pub default_topic_queue_nums: i32,
+    /// Largest message body, and largest batch body (`maxMessageSize`).
+    pub max_message_size: ByteSize,
+    /// Hold pulls that find nothing until a message arrives (`longPollingEnable`).
+    pub long_polling: bool,
+    /// Hold time of a pull when long polling is off (`shortPollingTimeMills`).
+    #[serde(with = "humantime_serde")]
+    pub short_polling: Duration,
+    /// Longest hold of a parked pull, whatever the client asks.
+    #[serde(with = "humantime_serde")]
+    pub max_suspend: Duration,
+    /// A client channel without a heartbeat for this long is dropped (`channelExpiredTimeout`).
+    #[serde(with = "humantime_serde")]
+    pub channel_expired_timeout: Duration,
+    /// Most messages one pull returns.
+    pub max_pull_messages: usize,
+    /// Most bytes one pull returns (the first message is always returned).
+    pub max_pull_bytes: ByteSize,
+}
+
+/// Object storage and group commit.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct StorageSettings {
+    /// Object store URL: `file:///abs/dir` or `file://relative/dir`, `memory://`. Default:
+    /// `<data_dir>/objects`.
+    pub object_store_url: Option<String>,
+    /// Seal the open segment when it reaches this size.
+    pub segment_max_bytes: ByteSize,
+    /// Seal the open segment this long after its first message (group-commit linger).
+    #[serde(with = "humantime_serde")]
+    pub linger: Duration,
+    /// Bytes accepted but not yet durable; above it sends get SYSTEM_BUSY.
+    pub max_buffered_bytes: ByteSize,
+    /// Segment uploads in flight at once.
+    pub upload_concurrency: usize,
+    /// A send not durable within this time fails with FLUSH_DISK_TIMEOUT.
+    #[serde(with = "humantime_serde")]
+    pub durable_timeout: Duration,
+    /// Capacity of the tail cache (recent segments kept whole).
+    pub tail_cache: ByteSize,
+    /// Capacity of the block cache (ranged reads of older segments).
+    pub block_cache: ByteSize,
+    /// Capacity of the footer (ConsumeQueue index) cache.
+    pub footer_cache: ByteSize,
+}
+
+/// Metadata database.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct MetaSettings {
+    /// `embedded://<path>` (SQLite) or `memory://`. Default: `<data_dir>/meta.db`.
+    pub url: Option<String>,
+    /// Shard lease time to live.
+    #[serde(with = "humantime_serde")]
+    pub lease_ttl: Duration,
+}
+
+/// Connection limits.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitSettings {
+    /// Open connections at once, over both ports.
+    pub max_connections: usize,
+    /// Requests in progress per connection; above it requests get SYSTEM_BUSY.
+    pub max_in_flight_per_connection: usize,
+    /// Pulls parked for long polling at once; above it pulls are answered at once.
+    pub max_parked_pulls: usize,
+    /// Largest frame accepted (16 MiB is the protocol's limit).
+    pub max_frame: ByteSize,
+    /// Largest header accepted.
+    pub max_header: ByteSize,
+    /// Responses queued per connection before the reader pauses.
+    pub writer_queue: usize,
+    /// Idle connections are closed after this long.
+    #[serde(with = "humantime_serde")]
+    pub idle_timeout: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            node: NodeSettings::default(),
+            listen: ListenSettings::default(),
+            broker: BrokerSettings::default(),
+            storage: StorageSettings::default(),
+            meta: MetaSettings::default(),
+            limits: LimitSettings::default(),
+        }
+    }
+}
+
+impl Default for NodeSettings {
+    fn default() -> Self {
+        Self {
+            id: "node-1".into(),
+            data_dir: PathBuf::from("./data"),
+            cluster_name: "DefaultCluster".into(),
+            shards: 1,
+            shutdown_grace: Duration::from_secs(30),
+        }
+    }
+}
+
+impl Default for ListenSettings {
+    fn default() -> Self {
+        Self {
+            namesrv_addr: SocketAddr::from(([127, 0, 0, 1], 9876)),
+            broker_addr: SocketAddr::from(([127, 0, 0, 1], 10911)),
+            advertised_addr: None,
+        }
+    }
+}
+
+impl Default for BrokerSettings {
+    fn default() -> Self {
+        Self {
+            auto_create_topic: true,
+            default_topic_queue_nums: 8,
+            max_message_size: ByteSize::mib(4),
+            long_polling: true,
+            short_polling: Duration::from_secs(1),
+            max_suspend: Duration::from_secs(20),
+            channel_expired_timeout: Duration::from_secs(120),
+            max_pull_messages: 32,
+            max_pull_bytes: ByteSize::kib(256),
+        }
+    }
+}
+
+impl Default for StorageSettings {
+    fn default() -> Self {
+        Self {
+            object_store_url: None,
+            segment_max_bytes: ByteSize::mib(4),
+            linger: Duration::from_millis(5),
+            max_buffered_bytes: ByteSize::mib(64),
+            upload_concurrency: 4,
+            durable_timeout: Duration::from_secs(10),
+            tail_cache: ByteSize::mib(256),
+            block_cache: ByteSize::mib(128),
+            footer_cache: ByteSize::mib(32),
+        }
+    }
+}
+
+impl Default for MetaSettings {
+    fn default() -> Self {
+        Self {
+            url: None,
+            lease_ttl: Duration::from_secs(10),
+        }
+    }
+}
+
+impl Default for LimitSettings {
+    fn default() -> Self {
+        Self {
+            max_connections: 10_000,
+            max_in_flight_per_connection: 4096,
+            max_parked_pulls: 100_000,
+            max_frame: ByteSize::b(16_777_212),
+            max_header: ByteSize::mib(1),
+            writer_queue: 1024,
+            idle_timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+/// A setting that failed validation.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The layers could not be merged or parsed.
+    #[error("configuration: {0}")]
+    Load(#[from] Box<figment::Error>),
+    /// A value is out of range.
+    #[error("invalid setting {key}: {why}")]
+    Invalid {
+        /// Dotted key.
+        key: &'static str,
+        /// Why.
+        why: String,
+    },
+}
+
+impl Settings {
+    /// Loads defaults, then `file` (if given), then `STRATUS_` environment variables.
+    ///
+    /// # Errors
+    /// [`ConfigError`] when a layer does not parse or a value is invalid.
+    pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
+        let mut fig = Figment::from(Serialized::defaults(Settings::default()));
+        if let Some(f) = file {
+            fig = fig.merge(Toml::file_exact(f));
+        }
+        fig = fig.merge(
+            Env::prefixed("STRATUS_")
+                .split("__")
+                .ignore(&["LOG_FORMAT"]),
+        );
+        let settings: Settings = fig.extract().map_err(Box::new)?;
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    /// Checks ranges.
+    ///
+    /// # Errors
+    /// [`ConfigError::Invalid`] naming the key.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |key, why: &str| {
+            Err(ConfigError::Invalid {
+                key,
+                why: why.to_owned(),
+            })
+        };
+        if self.node.shards == 0 || self.node.shards > 4096 {
+            return bad("node.shards", "must be between 1 and 4096");
+        }
+        if self.node.id.is_empty()
+            || !self
+                .node
+                .id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return bad("node.id", "must be non-empty [A-Za-z0-9_-]");
+        }
+        if !(1..=1024).contains(&self.broker.default_topic_queue_nums) {
+            return bad(
+                "broker.default_topic_queue_nums",
+                "must be between 1 and 1024",
+            );
+        }
+        if self.broker.max_message_size.as_u64() == 0
+            || self.broker.max_message_size.as_u64() > 15 * 1024 * 1024
+        {
+            return bad(
+                "broker.max_message_size",
+                "must be between 1 byte and 15 MiB",
+            );
+        }
+        if self.storage.upload_concurrency == 0 {
+            return bad("storage.upload_concurrency", "must be at least 1");
+        }
+        if self.storage.segment_max_bytes.as_u64() < 1024 {
+            return bad("storage.segment_max_bytes", "must be at least 1 KiB");
+        }
+        if self.limits.max_in_flight_per_connection == 0 || self.limits.writer_queue == 0 {
+            return bad(
+                "limits",
+                "max_in_flight_per_connection and writer_queue must be at least 1",
+            );
+        }
+        if stratus_compat::FrameLimits::try_new(
+            self.limits.max_frame.as_usize(),
+            self.limits.max_header.as_usize(),
+        )
+        .is_err()
+        {
+            return bad(
+                "limits.max_frame",
+                "max_header ≤ max_frame ≤ 16777212 required",
+            );
+        }
+        Ok(())
+    }
+
+    /// The frame limits as checked types.
+    pub fn frame_limits(&self) -> stratus_compat::FrameLimits {
+        stratus_compat::FrameLimits::try_new(
+            self.limits.max_frame.as_usize(),
+            self.limits.max_header.as_usize(),
+        )
+        .unwrap_or_default()
+    }
+
+    /// The effective metadata URL.
+    pub fn meta_url(&self) -> String {
+        self.meta.url.clone().unwrap_or_else(|| {
+            format!(
+                "embedded://{}",
+                self.node.data_dir.join("meta.db").display()
+            )
+        })
+    }
+
+    /// The effective object store URL.
+    pub fn object_store_url(&self) -> String {
+        self.storage
+            .object_store_url
+            .clone()
+            .unwrap_or_else(|| format!("file://{}", self.node.data_dir.join("objects").display()))
+    }
+
+    /// The address put in routes and message ids.
+    pub fn advertised_addr(&self) -> String {
+        self.listen
+            .advertised_addr
+            .clone()
+            .unwrap_or_else(|| self.listen.broker_addr.to_string())
+    }
+
+    /// The effective settings as TOML, with derived defaults filled in.
+    pub fn to_toml(&self) -> String {
+        let mut effective = self.clone();
+        effective.meta.url = Some(self.meta_url());
+        effective.storage.object_store_url = Some(self.object_store_url());
+        effective.listen.advertised_addr = Some(self.advertised_addr());
+        toml::to_string_pretty(&effective).unwrap_or_else(|e| format!("# cannot render: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_match_rocketmq() {
+        let s = Settings::default();
+        s.validate().unwrap();
+        assert_eq!(s.listen.namesrv_addr.port(), 9876);
+        assert_eq!(s.listen.broker_addr.port(), 10911);
+        assert_eq!(s.broker.max_message_size, ByteSize::mib(4));
+        assert_eq!(s.meta_url(), "embedded://./data/meta.db");
+    }
+
+    #[test]
+    fn example_config_parses_and_is_valid() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/stratus.example.toml");
+        let s = Settings::load(Some(&path)).unwrap();
+        assert_eq!(s.node.shards, 1);
+    }
+
+    #[test]
+    fn unknown_keys_are_rejected() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("bad.toml");
+        std::fs::write(&f, "[node]\nshardz = 3\n").unwrap();
+        let err = Settings::load(Some(&f)).unwrap_err().to_string();
+        assert!(err.contains("shardz"), "{err}");
+    }
+
+    #[test]
+    fn invalid_values_name_their_key() {
+        let mut s = Settings::default();
+        s.node.shards = 0;
+        assert!(
+            s.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("node.shards")
+        );
+    }
+
+    #[test]
+    fn sizes_parse_and_print_exactly() {
+        let s: ByteSize = serde_json::from_str("\"16777212B\"").unwrap();
+        assert_eq!(s.as_u64(), 16_777_212);
+        assert_eq!(serde_json::to_string(&s).unwrap(), "\"16777212B\"");
+        let s: ByteSize = serde_json::from_str("\"4MiB\"").unwrap();
+        assert_eq!(s, ByteSize::mib(4));
+        assert_eq!(
+            serde_json::to_string(&ByteSize::kib(256)).unwrap(),
+            "\"256KiB\""
+        );
+        let s: ByteSize = serde_json::from_str("1000").unwrap();
+        assert_eq!(s.as_u64(), 1000);
+        assert!(serde_json::from_str::<ByteSize>("\"lots\"").is_err());
+    }
+
+    #[test]
+    fn print_config_round_trips() {
+        let s = Settings::default();
+        let text = s.to_toml();
+        let back: Settings = toml::from_str(&text).unwrap();
+        assert_eq!(back.node, s.node);
+    }
+}

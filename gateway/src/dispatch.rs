@@ -1,0 +1,156 @@
+//! RequestCode → processor, and the single place errors become response codes.
+//!
+//! Sends are prepared on the connection's reader task, in arrival order (validation and
+//! `Writer::append` do not await), and completed in a spawned task that awaits durability;
+//! every other request is spawned whole.
+
+use std::sync::Arc;
+
+use stratus_compat::code::LanguageCode;
+use stratus_compat::command::{FLAG_RESPONSE, RemotingCommand};
+use stratus_compat::{RequestCode, ResponseCode, SerializeType};
+use tokio::sync::Semaphore;
+use tokio_util::task::TaskTracker;
+use tracing::{Instrument, debug, debug_span, warn};
+
+use crate::app::Broker;
+use crate::error::GatewayError;
+use crate::net::Channel;
+use crate::processor;
+
+/// Handles one request from `channel`.
+pub(crate) fn handle(
+    broker: &Arc<Broker>,
+    channel: &Arc<Channel>,
+    cmd: RemotingCommand,
+    in_flight: &Arc<Semaphore>,
+    tasks: &TaskTracker,
+) {
+    channel.observe(cmd.language, cmd.version);
+    let reply = Reply {
+        opaque: cmd.opaque,
+        oneway: cmd.is_oneway(),
+        serialize_type: if cmd.language == LanguageCode::Cpp {
+            SerializeType::Json
+        } else {
+            cmd.serialize_type
+        },
+    };
+    let code = RequestCode::from_i32(cmd.code);
+    let span = debug_span!("req", code = %code, opaque = cmd.opaque);
+    let Ok(permit) = in_flight.clone().try_acquire_owned() else {
+        let ch = channel.clone();
+        let err =
+            GatewayError::Busy("[OVERLOAD]too many requests in flight on this connection".into());
+        tasks.spawn(async move { reply.send(&ch, Err(err)).await });
+        return;
+    };
+    let broker = broker.clone();
+    let ch = channel.clone();
+    match code {
+        RequestCode::SendMessage | RequestCode::SendMessageV2 | RequestCode::SendBatchMessage => {
+            let prepared = span.in_scope(|| processor::send::prepare(&broker, &ch, &cmd));
+            tasks.spawn(
+                async move {
+                    let res = processor::send::complete(&broker, prepared, cmd).await;
+                    reply.send(&ch, res).await;
+                    drop(permit);
+                }
+                .instrument(span),
+            );
+        }
+        _ => {
+            tasks.spawn(
+                async move {
+                    let res = route(&broker, &ch, code, cmd).await;
+                    reply.send(&ch, res).await;
+                    drop(permit);
+                }
+                .instrument(span),
+            );
+        }
+    }
+}
+
+async fn route(
+    broker: &Arc<Broker>,
+    ch: &Arc<Channel>,
+    code: RequestCode,
+    cmd: RemotingCommand,
+) -> Result<RemotingCommand, GatewayError> {
+    use RequestCode as C;
+    match code {
+        C::GetRouteinfoByTopic => processor::route::get_route(broker, &cmd).await,
+        C::GetBrokerClusterInfo => processor::route::cluster_info(broker),
+        C::GetAllTopicListFromNameserver => processor::route::topic_list(broker, None),
+        C::GetTopicsByCluster => processor::route::topic_list(broker, Some(&cmd)),
+        C::PutKvConfig | C::GetKvConfig | C::DeleteKvConfig => {
+            processor::admin::kv(broker, code, &cmd).await
+        }
+        C::PullMessage | C::LitePullMessage => processor::pull::handle(broker, ch, cmd).await,
+        C::QueryConsumerOffset => processor::offset::query_consumer_offset(broker, &cmd).await,
+        C::UpdateConsumerOffset => processor::offset::update_consumer_offset(broker, &cmd).await,
+        C::GetMaxOffset => processor::offset::max_offset(broker, &cmd),
+        C::GetMinOffset => processor::offset::min_offset(broker, &cmd),
+        C::GetEarliestMsgStoretime => processor::offset::earliest_store_time(broker, &cmd).await,
+        C::SearchOffsetByTimestamp => processor::offset::search_by_time(broker, &cmd).await,
+        C::HeartBeat => processor::client::heartbeat(broker, ch, &cmd).await,
+        C::UnregisterClient => processor::client::unregister(broker, ch, &cmd),
+        C::GetConsumerListByGroup => processor::client::consumer_list(broker, &cmd),
+        C::CheckClientConfig => processor::client::check_client_config(&cmd),
+        C::UpdateAndCreateTopic => processor::admin::create_topic(broker, &cmd).await,
+        C::DeleteTopicInBroker | C::DeleteTopicInNamesrv => {
+            processor::admin::delete_topic(broker, &cmd).await
+        }
+        C::GetAllTopicConfig => processor::admin::all_topic_config(broker),
+        C::GetBrokerRuntimeInfo => processor::admin::runtime_info(broker),
+        C::ViewMessageById => processor::admin::view_message(broker, &cmd).await,
+        other => Err(GatewayError::NotSupported(format!(
+            " request type {} not supported",
+            other.to_i32()
+        ))),
+    }
+}
+
+/// How to answer a request.
+#[derive(Debug, Clone, Copy)]
+struct Reply {
+    opaque: i32,
+    oneway: bool,
+    serialize_type: SerializeType,
+}
+
+impl Reply {
+    async fn send(self, ch: &Channel, res: Result<RemotingCommand, GatewayError>) {
+        let mut resp = match res {
+            Ok(r) => r,
+            Err(e) => {
+                let code = e.response_code();
+                match &e {
+                    GatewayError::Segment(_) | GatewayError::Meta(_) => {
+                        warn!(error = %e, "request failed")
+                    }
+                    _ => debug!(error = %e, code = %code, "request refused"),
+                }
+                RemotingCommand::response(self.opaque, code, Some(e.remark()))
+            }
+        };
+        if self.oneway {
+            return;
+        }
+        resp.opaque = self.opaque;
+        resp.flag = FLAG_RESPONSE;
+        resp.serialize_type = self.serialize_type;
+        ch.send(resp).await;
+    }
+}
+
+/// A SUCCESS response with no header (processors add fields).
+pub(crate) fn success() -> RemotingCommand {
+    RemotingCommand::response(0, ResponseCode::Success, None)
+}
+
+/// A response with `code` and a remark.
+pub(crate) fn respond(code: ResponseCode, remark: impl Into<String>) -> RemotingCommand {
+    RemotingCommand::response(0, code, Some(remark.into()))
+}

@@ -1,0 +1,16 @@
+//! Stratus gateway: a RocketMQ-compatible name server and broker whose messages live in
+//! object storage. `main.rs` is thin; [`app::App`] composes everything.
+
+pub mod app;
+pub mod bench;
+pub mod cli;
+pub mod config;
+mod dispatch;
+mod error;
+mod housekeeping;
+mod lease;
+mod net;
+mod processor;
+mod registry;
+mod shard;
+mod topics;

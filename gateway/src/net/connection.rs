@@ -1,0 +1,93 @@
+//! One client connection: a reader task (this function) that decodes frames and dispatches
+//! requests, and a writer task that drains a bounded queue of outgoing frames. Responses
+//! may go out of order (clients match them by opaque); a full writer queue slows the
+//! reader (backpressure). A frame error closes only this connection.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use futures::{SinkExt, StreamExt};
+use stratus_compat::codec::RemotingCodec;
+use tokio::net::TcpStream;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio_util::codec::{FramedRead, FramedWrite};
+use tokio_util::task::TaskTracker;
+use tracing::{debug, info};
+
+use super::Channel;
+use crate::app::Broker;
+
+/// Serves one connection until it closes, idles out, or the broker stops.
+pub(crate) async fn serve(
+    stream: TcpStream,
+    peer: SocketAddr,
+    broker: Arc<Broker>,
+    id: u64,
+    _permit: OwnedSemaphorePermit,
+) {
+    let limits = broker.settings.frame_limits();
+    let (r, w) = stream.into_split();
+    let mut frames = FramedRead::new(r, RemotingCodec::new(limits));
+    let mut sink = FramedWrite::new(w, RemotingCodec::new(limits));
+    let (tx, mut rx) = mpsc::channel(broker.settings.limits.writer_queue);
+    let channel = Arc::new(Channel::new(id, peer, tx));
+    let in_flight = Arc::new(Semaphore::new(
+        broker.settings.limits.max_in_flight_per_connection,
+    ));
+    let requests = TaskTracker::new();
+
+    let closed = channel.closed.clone();
+    let writer = tokio::spawn(async move {
+        // Owned by this connection: joined below before the connection task ends.
+        loop {
+            tokio::select! {
+                () = closed.cancelled() => break,
+                cmd = rx.recv() => match cmd {
+                    Some(cmd) => {
+                        if let Err(e) = sink.send(cmd).await {
+                            debug!(error = %e, "write failed");
+                            break;
+                        }
+                    }
+                    None => break,
+                },
+            }
+        }
+        closed.cancel();
+    });
+
+    let idle = broker.settings.limits.idle_timeout;
+    loop {
+        tokio::select! {
+            () = broker.cancel.cancelled() => break,
+            () = channel.closed.cancelled() => break,
+            () = broker.clock.sleep(idle) => {
+                info!("closing idle connection");
+                break;
+            }
+            next = frames.next() => match next {
+                None => {
+                    debug!("peer closed");
+                    break;
+                }
+                Some(Err(e)) => {
+                    info!(error = %e, "closing connection on a bad frame");
+                    break;
+                }
+                Some(Ok(cmd)) => {
+                    if cmd.is_response() {
+                        debug!(opaque = cmd.opaque, code = cmd.code, "response from client");
+                        continue;
+                    }
+                    crate::dispatch::handle(&broker, &channel, cmd, &in_flight, &requests);
+                }
+            },
+        }
+    }
+    broker.registry.channel_closed(id);
+    requests.close();
+    // Let in-flight requests finish (their sends are durable work) before closing.
+    requests.wait().await;
+    channel.closed.cancel();
+    let _ = writer.await;
+}

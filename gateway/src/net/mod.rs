@@ -1,0 +1,77 @@
+//! Network layer: listeners, connections, and the per-connection [`Channel`] handle through
+//! which processors and registries reach a client (responses and server→client requests).
+//! The single place `tokio::net` is used, so a simulated network can be slotted in later.
+
+pub(crate) mod connection;
+pub(crate) mod listener;
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicI32, Ordering};
+
+use parking_lot::Mutex;
+use stratus_compat::code::LanguageCode;
+use stratus_compat::command::{FLAG_ONEWAY, RemotingCommand};
+use stratus_compat::request::heartbeat::ConsumerGroupHeader;
+use stratus_compat::{RequestCode, SerializeType};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// A client connection as seen by the rest of the gateway.
+#[derive(Debug)]
+pub(crate) struct Channel {
+    /// Connection id, unique in this process.
+    pub(crate) id: u64,
+    /// Peer address (the message's born host).
+    pub(crate) peer: SocketAddr,
+    /// Outgoing frames, drained by the connection's writer task.
+    tx: mpsc::Sender<RemotingCommand>,
+    /// Opaque counter for server→client requests.
+    next_opaque: AtomicI32,
+    /// Language and version of the client, from its requests.
+    client: Mutex<(LanguageCode, i32)>,
+    /// Cancelled when the connection closes.
+    pub(crate) closed: CancellationToken,
+}
+
+impl Channel {
+    pub(crate) fn new(id: u64, peer: SocketAddr, tx: mpsc::Sender<RemotingCommand>) -> Self {
+        Self {
+            id,
+            peer,
+            tx,
+            next_opaque: AtomicI32::new(1),
+            client: Mutex::new((LanguageCode::Other, 0)),
+            closed: CancellationToken::new(),
+        }
+    }
+
+    /// Records the language/version of the client (from each request).
+    pub(crate) fn observe(&self, language: LanguageCode, version: i32) {
+        *self.client.lock() = (language, version);
+    }
+
+    /// Queues a response; waits while the writer queue is full (backpressure).
+    pub(crate) async fn send(&self, cmd: RemotingCommand) {
+        // A closed connection drops the response: the client is gone.
+        let _ = self.tx.send(cmd).await;
+    }
+
+    /// Sends a one-way request to the client without waiting; dropped if the writer queue
+    /// is full or closed. Server-initiated requests are JSON: every client reads it.
+    pub(crate) fn oneway(&self, mut cmd: RemotingCommand) {
+        cmd.opaque = self.next_opaque.fetch_add(1, Ordering::Relaxed);
+        cmd.flag |= FLAG_ONEWAY;
+        cmd.serialize_type = SerializeType::Json;
+        let _ = self.tx.try_send(cmd);
+    }
+
+    /// NOTIFY_CONSUMER_IDS_CHANGED (40) for `group`.
+    pub(crate) fn notify_consumer_ids_changed(&self, group: &str) {
+        let mut cmd = RemotingCommand::request(RequestCode::NotifyConsumerIdsChanged.to_i32(), 0);
+        ConsumerGroupHeader {
+            consumer_group: group.to_owned(),
+        }
+        .write_to(&mut cmd);
+        self.oneway(cmd);
+    }
+}

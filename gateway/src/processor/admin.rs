@@ -1,0 +1,210 @@
+//! Admin requests: topic create/delete, topic config, runtime info, KV config, view by id.
+//! Mirrors `AdminBrokerProcessor` and the name server's KV processor.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde::Serialize;
+use stratus_compat::command::RemotingCommand;
+use stratus_compat::request::admin::{
+    CreateTopicRequestHeader, TopicConfigBody, ViewMessageRequestHeader,
+};
+use stratus_compat::types::CommitLogOffset;
+use stratus_compat::{RequestCode, ResponseCode};
+
+use super::json_body;
+use crate::app::Broker;
+use crate::dispatch::{respond, success};
+use crate::error::{GatewayError, Result};
+use crate::processor::route::topic_header;
+use crate::topics::{is_system_topic, topic_config, validate_topic_name};
+
+/// UPDATE_AND_CREATE_TOPIC (17).
+pub(crate) async fn create_topic(
+    broker: &Arc<Broker>,
+    cmd: &RemotingCommand,
+) -> Result<RemotingCommand> {
+    let h = CreateTopicRequestHeader::from_command(cmd)?;
+    validate_topic_name(&h.topic)?;
+    if is_system_topic(&h.topic) {
+        return Err(GatewayError::InvalidParameter(format!(
+            "The topic[{}] is conflict with system topic.",
+            h.topic
+        )));
+    }
+    if h.read_queue_nums <= 0
+        || h.write_queue_nums <= 0
+        || h.read_queue_nums > 1024
+        || h.write_queue_nums > 1024
+    {
+        return Err(GatewayError::InvalidParameter(
+            "queue nums must be between 1 and 1024".into(),
+        ));
+    }
+    let mut cfg = topic_config(&h.topic, h.write_queue_nums, h.perm);
+    cfg.read_queue_nums = h.read_queue_nums;
+    cfg.topic_filter_type = h.topic_filter_type;
+    cfg.topic_sys_flag = h.topic_sys_flag.unwrap_or(0);
+    cfg.order = h.order;
+    broker.topics.put(cfg).await?;
+    Ok(success())
+}
+
+/// DELETE_TOPIC_IN_BROKER (215) / DELETE_TOPIC_IN_NAMESRV (216).
+pub(crate) async fn delete_topic(
+    broker: &Arc<Broker>,
+    cmd: &RemotingCommand,
+) -> Result<RemotingCommand> {
+    let topic = topic_header(cmd)?;
+    broker.topics.delete(&topic).await?;
+    Ok(success())
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DataVersion {
+    counter: i64,
+    state_version: i64,
+    timestamp: i64,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TopicConfigWrapper {
+    data_version: DataVersion,
+    topic_config_table: BTreeMap<String, TopicConfigBody>,
+}
+
+/// GET_ALL_TOPIC_CONFIG (21).
+pub(crate) fn all_topic_config(broker: &Arc<Broker>) -> Result<RemotingCommand> {
+    let table = broker
+        .topics
+        .all()
+        .into_iter()
+        .map(|t| {
+            (
+                t.topic.to_string(),
+                TopicConfigBody {
+                    topic_name: t.topic.to_string(),
+                    read_queue_nums: t.read_queue_nums,
+                    write_queue_nums: t.write_queue_nums,
+                    perm: t.perm,
+                    topic_filter_type: t.topic_filter_type,
+                    topic_sys_flag: t.topic_sys_flag,
+                    order: t.order,
+                },
+            )
+        })
+        .collect();
+    let mut resp = success();
+    resp.body = json_body(&TopicConfigWrapper {
+        data_version: DataVersion {
+            counter: 0,
+            state_version: 0,
+            timestamp: broker.clock.now_ms(),
+        },
+        topic_config_table: table,
+    })?;
+    Ok(resp)
+}
+
+#[derive(Serialize)]
+struct KvTable {
+    table: BTreeMap<String, String>,
+}
+
+/// GET_BROKER_RUNTIME_INFO (28): the keys `mqadmin clusterList` reads.
+pub(crate) fn runtime_info(broker: &Arc<Broker>) -> Result<RemotingCommand> {
+    let mut t = BTreeMap::new();
+    for k in [
+        "sendThreadPoolQueueSize",
+        "sendThreadPoolQueueHeadWaitTimeMills",
+        "pullThreadPoolQueueSize",
+        "pullThreadPoolQueueHeadWaitTimeMills",
+        "pageCacheLockTimeMills",
+        "earliestMessageTimeStamp",
+        "msgPutTotalYesterdayMorning",
+        "msgPutTotalTodayMorning",
+        "msgPutTotalTodayNow",
+        "msgGetTotalYesterdayMorning",
+        "msgGetTotalTodayMorning",
+        "msgGetTotalTodayNow",
+    ] {
+        t.insert(k.to_owned(), "0".to_owned());
+    }
+    t.insert("brokerVersionDesc".into(), "V5_3_3".into());
+    t.insert(
+        "brokerVersion".into(),
+        stratus_compat::command::SERVER_VERSION.to_string(),
+    );
+    t.insert("putTps".into(), "0.0 0.0 0.0".into());
+    t.insert("getTransferredTps".into(), "0.0 0.0 0.0".into());
+    t.insert("commitLogDiskRatio".into(), "0.0".into());
+    t.insert("brokerActive".into(), "true".into());
+    t.insert("bootTimestamp".into(), broker.clock.now_ms().to_string());
+    let mut resp = success();
+    resp.body = json_body(&KvTable { table: t })?;
+    Ok(resp)
+}
+
+/// PUT_KV_CONFIG (100), GET_KV_CONFIG (101), DELETE_KV_CONFIG (102).
+pub(crate) async fn kv(
+    broker: &Arc<Broker>,
+    code: RequestCode,
+    cmd: &RemotingCommand,
+) -> Result<RemotingCommand> {
+    let field = |k: &'static str| {
+        cmd.ext_fields.get(k).cloned().ok_or(GatewayError::Header(
+            stratus_compat::HeaderError::Missing(k),
+        ))
+    };
+    let namespace = field("namespace")?;
+    let key = field("key")?;
+    match code {
+        RequestCode::PutKvConfig => {
+            broker
+                .meta
+                .put_kv(&namespace, &key, &field("value")?)
+                .await?;
+            Ok(success())
+        }
+        RequestCode::GetKvConfig => match broker.meta.get_kv(&namespace, &key).await? {
+            Some(v) => {
+                let mut resp = success();
+                resp.put_ext("value", v);
+                Ok(resp)
+            }
+            None => Ok(respond(
+                ResponseCode::QueryNotFound,
+                format!("No config item, Namespace: {namespace} Key: {key}"),
+            )),
+        },
+        _ => {
+            broker.meta.delete_kv(&namespace, &key).await?;
+            Ok(success())
+        }
+    }
+}
+
+/// VIEW_MESSAGE_BY_ID (33): the record at a commit-log handle.
+pub(crate) async fn view_message(
+    broker: &Arc<Broker>,
+    cmd: &RemotingCommand,
+) -> Result<RemotingCommand> {
+    let h = ViewMessageRequestHeader::from_command(cmd)?;
+    match broker
+        .reader
+        .read_by_handle(CommitLogOffset(h.offset))
+        .await?
+    {
+        Some(bytes) => {
+            let mut resp = success();
+            resp.body = bytes;
+            Ok(resp)
+        }
+        None => Err(GatewayError::System(format!(
+            "can not find message by the offset, {}",
+            h.offset
+        ))),
+    }
+}

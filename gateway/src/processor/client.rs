@@ -1,0 +1,99 @@
+//! HEART_BEAT (34), UNREGISTER_CLIENT (35), GET_CONSUMER_LIST_BY_GROUP (38),
+//! CHECK_CLIENT_CONFIG (46). Mirrors `ClientManageProcessor`.
+
+use std::sync::Arc;
+
+use stratus_compat::command::RemotingCommand;
+use stratus_compat::request::heartbeat::{
+    CheckClientConfigBody, ConsumerGroupHeader, ConsumerIdList, HeartbeatData, MessageModel,
+    UnregisterClientRequestHeader, decode_json_body,
+};
+
+use super::json_body;
+use crate::app::Broker;
+use crate::dispatch::success;
+use crate::error::{GatewayError, Result};
+use crate::net::Channel;
+use crate::topics::{PERM_READ, PERM_WRITE, RETRY_PREFIX, topic_config};
+
+/// HEART_BEAT: registers the channel under each producer and consumer group and creates the
+/// retry topic of each clustering consumer group.
+pub(crate) async fn heartbeat(
+    broker: &Arc<Broker>,
+    ch: &Arc<Channel>,
+    cmd: &RemotingCommand,
+) -> Result<RemotingCommand> {
+    let data: HeartbeatData = decode_json_body(&cmd.body)?;
+    let now = broker.clock.now_ms();
+    for p in &data.producer_data_set {
+        broker
+            .registry
+            .register_producer(ch, &data.client_id, &p.group_name, now);
+    }
+    for c in &data.consumer_data_set {
+        if c.message_model == MessageModel::Clustering {
+            let retry = format!("{RETRY_PREFIX}{}", c.group_name);
+            if broker.topics.get(&retry).is_none() && retry.len() <= crate::topics::MAX_TOPIC_LEN {
+                broker
+                    .topics
+                    .create_if_absent(topic_config(&retry, 1, PERM_READ | PERM_WRITE))
+                    .await?;
+            }
+        }
+        broker
+            .registry
+            .register_consumer(ch, &data.client_id, c, now);
+    }
+    Ok(success())
+}
+
+/// UNREGISTER_CLIENT.
+pub(crate) fn unregister(
+    broker: &Arc<Broker>,
+    ch: &Arc<Channel>,
+    cmd: &RemotingCommand,
+) -> Result<RemotingCommand> {
+    let h = UnregisterClientRequestHeader::from_command(cmd)?;
+    broker.registry.unregister(
+        ch.id,
+        h.producer_group.as_deref(),
+        h.consumer_group.as_deref(),
+    );
+    Ok(success())
+}
+
+/// GET_CONSUMER_LIST_BY_GROUP.
+pub(crate) fn consumer_list(
+    broker: &Arc<Broker>,
+    cmd: &RemotingCommand,
+) -> Result<RemotingCommand> {
+    let h = ConsumerGroupHeader::from_command(cmd)?;
+    let ids = broker.registry.consumer_ids(&h.consumer_group);
+    if ids.is_empty() {
+        return Err(GatewayError::System(format!(
+            "no consumer for this group, {}",
+            h.consumer_group
+        )));
+    }
+    let mut resp = success();
+    resp.body = json_body(&ConsumerIdList {
+        consumer_id_list: ids,
+    })?;
+    Ok(resp)
+}
+
+/// CHECK_CLIENT_CONFIG: tag subscriptions are accepted; SQL92 is not supported yet.
+pub(crate) fn check_client_config(cmd: &RemotingCommand) -> Result<RemotingCommand> {
+    let body: CheckClientConfigBody = decode_json_body(&cmd.body)?;
+    let sql = body
+        .subscription_data
+        .as_ref()
+        .and_then(|s| s.expression_type.as_deref())
+        .is_some_and(|t| t.eq_ignore_ascii_case("SQL92"));
+    if sql {
+        return Err(GatewayError::System(
+            "The broker does not support consumer to filter message by SQL92".into(),
+        ));
+    }
+    Ok(success())
+}

@@ -1,0 +1,21 @@
+//! Request processors, one module per request family. Each returns a response command (or
+//! an error that `dispatch` maps to a code); none touches the socket.
+
+pub(crate) mod admin;
+pub(crate) mod client;
+pub(crate) mod offset;
+pub(crate) mod pull;
+pub(crate) mod route;
+pub(crate) mod send;
+
+use bytes::Bytes;
+use serde::Serialize;
+
+use crate::error::GatewayError;
+
+/// Serialises a JSON body.
+pub(crate) fn json_body<T: Serialize>(v: &T) -> Result<Bytes, GatewayError> {
+    serde_json::to_vec(v)
+        .map(Bytes::from)
+        .map_err(|e| GatewayError::System(format!("encode body: {e}")))
+}

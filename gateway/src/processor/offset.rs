@@ -1,0 +1,141 @@
+//! Consumer offsets and queue offset queries (§10.3–§10.5).
+//! Mirrors `ConsumerManageProcessor` and the offset codes of `AdminBrokerProcessor`.
+
+use std::sync::Arc;
+
+use stratus_compat::ResponseCode;
+use stratus_compat::command::RemotingCommand;
+use stratus_compat::request::offset::{
+    BoundaryType, QueryConsumerOffsetRequestHeader, QueueRequestHeader, SearchOffsetRequestHeader,
+    UpdateConsumerOffsetRequestHeader, write_offset_response,
+};
+use stratus_compat::types::{ConsumerGroup, QueueId, QueueOffset, Topic};
+use stratus_meta::{ConsumerOffset, QueueKey};
+
+use crate::app::Broker;
+use crate::dispatch::{respond, success};
+use crate::error::{GatewayError, Result};
+
+fn queue_key(
+    broker: &Broker,
+    cmd: &RemotingCommand,
+    topic: &str,
+    queue_id: i32,
+) -> Result<QueueKey> {
+    let shard = broker
+        .shards
+        .resolve(cmd.ext_fields.get("bname").map(String::as_str))
+        .ok_or_else(|| {
+            GatewayError::ServiceNotAvailable("the shard is not owned by this node".into())
+        })?;
+    Ok(QueueKey {
+        shard,
+        topic: Topic::new(topic),
+        queue_id: QueueId(queue_id),
+    })
+}
+
+/// QUERY_CONSUMER_OFFSET (14).
+pub(crate) async fn query_consumer_offset(
+    broker: &Arc<Broker>,
+    cmd: &RemotingCommand,
+) -> Result<RemotingCommand> {
+    let h = QueryConsumerOffsetRequestHeader::from_command(cmd)?;
+    let queue = queue_key(broker, cmd, &h.topic, h.queue_id)?;
+    let group = ConsumerGroup::new(h.consumer_group.clone());
+    if let Some(off) = broker.meta.consumer_offset(&group, &queue).await? {
+        let mut resp = success();
+        write_offset_response(&mut resp, off.0);
+        return Ok(resp);
+    }
+    // Young-queue rule of the reference: a queue whose first message is still retained
+    // (min offset 0) answers 0, so a new group sees what was produced before it started.
+    // The reference's "still in page cache" test is simplified to "min offset is 0".
+    let min = broker.heads.min_offset(&queue).0;
+    let max = broker.heads.max_offset(&queue).0;
+    if h.set_zero_if_not_found != Some(false) && min <= 0 && max > 0 {
+        let mut resp = success();
+        write_offset_response(&mut resp, 0);
+        return Ok(resp);
+    }
+    Ok(respond(
+        ResponseCode::QueryNotFound,
+        "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first",
+    ))
+}
+
+/// UPDATE_CONSUMER_OFFSET (15).
+pub(crate) async fn update_consumer_offset(
+    broker: &Arc<Broker>,
+    cmd: &RemotingCommand,
+) -> Result<RemotingCommand> {
+    let h = UpdateConsumerOffsetRequestHeader::from_command(cmd)?;
+    if broker.topics.get(&h.topic).is_none() {
+        return Err(GatewayError::TopicNotExist(format!(
+            "topic[{}] not exist",
+            h.topic
+        )));
+    }
+    let queue = queue_key(broker, cmd, &h.topic, h.queue_id)?;
+    broker
+        .meta
+        .commit_consumer_offsets(&[ConsumerOffset {
+            group: ConsumerGroup::new(h.consumer_group),
+            queue,
+            offset: QueueOffset(h.commit_offset),
+        }])
+        .await?;
+    Ok(success())
+}
+
+/// GET_MAX_OFFSET (30).
+pub(crate) fn max_offset(broker: &Arc<Broker>, cmd: &RemotingCommand) -> Result<RemotingCommand> {
+    let h = QueueRequestHeader::from_command(cmd)?;
+    let queue = queue_key(broker, cmd, &h.topic, h.queue_id)?;
+    let mut resp = success();
+    write_offset_response(&mut resp, broker.heads.max_offset(&queue).0);
+    Ok(resp)
+}
+
+/// GET_MIN_OFFSET (31).
+pub(crate) fn min_offset(broker: &Arc<Broker>, cmd: &RemotingCommand) -> Result<RemotingCommand> {
+    let h = QueueRequestHeader::from_command(cmd)?;
+    let queue = queue_key(broker, cmd, &h.topic, h.queue_id)?;
+    let mut resp = success();
+    write_offset_response(&mut resp, broker.heads.min_offset(&queue).0);
+    Ok(resp)
+}
+
+/// GET_EARLIEST_MSG_STORETIME (32).
+pub(crate) async fn earliest_store_time(
+    broker: &Arc<Broker>,
+    cmd: &RemotingCommand,
+) -> Result<RemotingCommand> {
+    let h = QueueRequestHeader::from_command(cmd)?;
+    let queue = queue_key(broker, cmd, &h.topic, h.queue_id)?;
+    let min = broker.heads.min_offset(&queue);
+    let ts = if broker.heads.max_offset(&queue) > min {
+        broker.reader.store_time_at(&queue, min).await?.unwrap_or(0)
+    } else {
+        0
+    };
+    let mut resp = success();
+    resp.put_ext("timestamp", ts);
+    Ok(resp)
+}
+
+/// SEARCH_OFFSET_BY_TIMESTAMP (29).
+pub(crate) async fn search_by_time(
+    broker: &Arc<Broker>,
+    cmd: &RemotingCommand,
+) -> Result<RemotingCommand> {
+    let h = SearchOffsetRequestHeader::from_command(cmd)?;
+    let queue = queue_key(broker, cmd, &h.topic, h.queue_id)?;
+    let off = broker
+        .reader
+        .search_offset_by_time(&queue, h.timestamp, h.boundary_type == BoundaryType::Upper)
+        .await?;
+    let mut resp = success();
+    write_offset_response(&mut resp, off.0);
+    Ok(resp)
+}

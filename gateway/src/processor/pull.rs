@@ -1,0 +1,286 @@
+//! PULL_MESSAGE (11) and LITE_PULL_MESSAGE (361), with long polling.
+//!
+//! Mirrors `PullMessageProcessor#processRequest` (checks, in order), the status table of
+//! `DefaultMessageStore#getMessage` (§19.4.2) and `PullRequestHoldService` (a parked pull is
+//! re-run once when its queue's committed max offset moves, or at its deadline).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use stratus_compat::ResponseCode;
+use stratus_compat::command::RemotingCommand;
+use stratus_compat::filter::tag::TagFilter;
+use stratus_compat::request::pull::{
+    PULL_FLAG_CLASS_FILTER, PULL_FLAG_COMMIT_OFFSET, PULL_FLAG_SUBSCRIPTION, PULL_FLAG_SUSPEND,
+    PullMessageRequestHeader, PullMessageResponseHeader,
+};
+use stratus_compat::types::{ConsumerGroup, QueueId, QueueOffset, Topic};
+use stratus_meta::{ConsumerOffset, QueueKey};
+use stratus_segments::format::EntryMeta;
+
+use crate::app::Broker;
+use crate::dispatch::respond;
+use crate::error::{GatewayError, Result};
+use crate::net::Channel;
+use crate::topics::PERM_READ;
+
+/// The status of one pull attempt.
+struct Attempt {
+    code: ResponseCode,
+    status: &'static str,
+    next: i64,
+    min: i64,
+    max: i64,
+    body: Option<BytesMut>,
+}
+
+/// Handles a pull.
+pub(crate) async fn handle(
+    broker: &Arc<Broker>,
+    ch: &Arc<Channel>,
+    cmd: RemotingCommand,
+) -> Result<RemotingCommand> {
+    let h = PullMessageRequestHeader::from_command(&cmd)?;
+    let cfg = broker.topics.get(&h.topic).ok_or_else(|| {
+        GatewayError::TopicNotExist(format!("topic[{}] not exist, apply first please!", h.topic))
+    })?;
+    if cfg.perm & PERM_READ == 0 {
+        return Err(GatewayError::NoPermission(format!(
+            "the topic[{}] pulling message is forbidden",
+            h.topic
+        )));
+    }
+    if h.queue_id < 0 || h.queue_id >= cfg.read_queue_nums {
+        return Err(GatewayError::InvalidParameter(format!(
+            "queueId[{}] is illegal, topic:[{}] topicConfig.readQueueNums:[{}] consumer:[{}]",
+            h.queue_id, h.topic, cfg.read_queue_nums, ch.peer
+        )));
+    }
+    let shard = broker
+        .shards
+        .resolve(h.broker_name.as_deref())
+        .ok_or_else(|| {
+            GatewayError::ServiceNotAvailable("the shard is not owned by this node".into())
+        })?;
+    let filter = subscription_filter(broker, &h)?;
+    let queue = QueueKey {
+        shard,
+        topic: Topic::new(h.topic.clone()),
+        queue_id: QueueId(h.queue_id),
+    };
+
+    if h.has_flag(PULL_FLAG_COMMIT_OFFSET) && h.commit_offset >= 0 {
+        broker
+            .meta
+            .commit_consumer_offsets(&[ConsumerOffset {
+                group: ConsumerGroup::new(h.consumer_group.clone()),
+                queue: queue.clone(),
+                offset: QueueOffset(h.commit_offset),
+            }])
+            .await?;
+    }
+
+    let max_count = usize::try_from(h.max_msg_nums.max(1))
+        .unwrap_or(32)
+        .min(broker.settings.broker.max_pull_messages.max(1));
+    let mut max_bytes = broker.settings.broker.max_pull_bytes.as_usize();
+    if let Some(m) = h
+        .max_msg_bytes
+        .and_then(|m| usize::try_from(m).ok())
+        .filter(|m| *m > 0)
+    {
+        max_bytes = max_bytes.min(m);
+    }
+    let mut attempt = pull_once(
+        broker,
+        &queue,
+        h.queue_offset,
+        max_count,
+        max_bytes,
+        &filter,
+    )
+    .await?;
+    if attempt.code == ResponseCode::PullNotFound && h.has_flag(PULL_FLAG_SUSPEND) {
+        let hold = if broker.settings.broker.long_polling {
+            Duration::from_millis(u64::try_from(h.suspend_timeout_millis).unwrap_or(0))
+                .min(broker.settings.broker.max_suspend)
+        } else {
+            broker.settings.broker.short_polling
+        };
+        if let Ok(_permit) = broker.parked.clone().try_acquire_owned() {
+            if !park(broker, ch, &queue, h.queue_offset, hold).await {
+                return Err(GatewayError::System("connection closed".into()));
+            }
+            attempt = pull_once(
+                broker,
+                &queue,
+                h.queue_offset,
+                max_count,
+                max_bytes,
+                &filter,
+            )
+            .await?;
+        }
+    }
+    let mut resp = respond(attempt.code, attempt.status);
+    PullMessageResponseHeader {
+        suggest_which_broker_id: 0,
+        next_begin_offset: attempt.next,
+        min_offset: attempt.min,
+        max_offset: attempt.max,
+    }
+    .write_to(&mut resp);
+    if let Some(body) = attempt.body {
+        resp.body = body.freeze();
+    }
+    Ok(resp)
+}
+
+/// The tag filter of this pull: from the header with the SUBSCRIPTION bit, else from the
+/// group's heartbeat.
+fn subscription_filter(broker: &Broker, h: &PullMessageRequestHeader) -> Result<TagFilter> {
+    if h.has_flag(PULL_FLAG_CLASS_FILTER) {
+        return Ok(TagFilter::parse("*"));
+    }
+    if h.has_flag(PULL_FLAG_SUBSCRIPTION) {
+        if is_sql(h.expression_type.as_deref()) {
+            return Err(GatewayError::System(
+                "The broker does not support consumer to filter message by SQL92".into(),
+            ));
+        }
+        return Ok(TagFilter::parse(h.subscription.as_deref().unwrap_or("*")));
+    }
+    let sub = broker
+        .registry
+        .subscription(&h.consumer_group, &h.topic)
+        .map_err(|()| {
+            GatewayError::SubscriptionNotExist(format!(
+                "the consumer's group info not exist, group: {}",
+                h.consumer_group
+            ))
+        })?
+        .ok_or_else(|| {
+            GatewayError::SubscriptionNotExist(format!(
+                "the consumer's subscription not exist, group: {}, topic: {}",
+                h.consumer_group, h.topic
+            ))
+        })?;
+    if sub.data.sub_version < h.sub_version {
+        return Err(GatewayError::SubscriptionNotLatest(format!(
+            "the consumer's subscription not latest, group: {} subscription version: {}",
+            h.consumer_group, sub.data.sub_version
+        )));
+    }
+    if is_sql(sub.data.expression_type.as_deref()) {
+        return Err(GatewayError::System(
+            "The broker does not support consumer to filter message by SQL92".into(),
+        ));
+    }
+    Ok(sub.filter)
+}
+
+fn is_sql(expression_type: Option<&str>) -> bool {
+    expression_type.is_some_and(|t| t.eq_ignore_ascii_case("SQL92"))
+}
+
+async fn pull_once(
+    broker: &Broker,
+    queue: &QueueKey,
+    offset: i64,
+    max_count: usize,
+    max_bytes: usize,
+    filter: &TagFilter,
+) -> Result<Attempt> {
+    let min = broker.heads.min_offset(queue).0;
+    let max = broker.heads.max_offset(queue).0;
+    let status = |code, status, next| Attempt {
+        code,
+        status,
+        next,
+        min,
+        max,
+        body: None,
+    };
+    if max == 0 {
+        let code = if offset == 0 {
+            ResponseCode::PullNotFound
+        } else {
+            ResponseCode::PullOffsetMoved
+        };
+        return Ok(status(code, "NO_MESSAGE_IN_QUEUE", 0));
+    }
+    if offset < min {
+        return Ok(status(
+            ResponseCode::PullOffsetMoved,
+            "OFFSET_TOO_SMALL",
+            min,
+        ));
+    }
+    if offset == max {
+        return Ok(status(
+            ResponseCode::PullNotFound,
+            "OFFSET_OVERFLOW_ONE",
+            offset,
+        ));
+    }
+    if offset > max {
+        return Ok(status(
+            ResponseCode::PullOffsetMoved,
+            "OFFSET_OVERFLOW_BADLY",
+            max,
+        ));
+    }
+    let matches = |e: &EntryMeta| filter.matches_code(e.tags_code);
+    let batch = broker
+        .reader
+        .read(queue, QueueOffset(offset), max_count, max_bytes, &matches)
+        .await?;
+    if batch.messages.is_empty() {
+        return Ok(status(
+            ResponseCode::PullRetryImmediately,
+            "NO_MATCHED_MESSAGE",
+            batch.next_offset.0,
+        ));
+    }
+    let mut body = BytesMut::with_capacity(batch.messages.iter().map(bytes::Bytes::len).sum());
+    for m in &batch.messages {
+        body.extend_from_slice(m);
+    }
+    Ok(Attempt {
+        code: ResponseCode::Success,
+        status: "FOUND",
+        next: batch.next_offset.0,
+        min,
+        max,
+        body: Some(body),
+    })
+}
+
+/// Waits until the queue's committed max offset passes `offset`, the hold time ends or the
+/// node stops. Returns false when the client connection closed meanwhile.
+async fn park(
+    broker: &Broker,
+    ch: &Channel,
+    queue: &QueueKey,
+    offset: i64,
+    hold: Duration,
+) -> bool {
+    let mut rx = broker.heads.watch(queue);
+    let arrived = async {
+        loop {
+            if rx.borrow_and_update().0 > offset {
+                return;
+            }
+            if rx.changed().await.is_err() {
+                return;
+            }
+        }
+    };
+    tokio::select! {
+        () = arrived => true,
+        () = broker.clock.sleep(hold) => true,
+        () = broker.cancel.cancelled() => true,
+        () = ch.closed.cancelled() => false,
+    }
+}

@@ -1,0 +1,139 @@
+//! Name-server role: routes, cluster info, topic lists (§8). Routes come from meta: every
+//! topic has its queues on every shard, each shard published as a broker named
+//! `broker-<n>` at its owner's advertised address.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use stratus_compat::ResponseCode;
+use stratus_compat::command::RemotingCommand;
+use stratus_compat::request::admin::TopicHeader;
+use stratus_compat::request::route::{
+    BrokerData, ClusterInfo, GetRouteInfoRequestHeader, QueueData, TopicList, TopicRouteData,
+};
+use stratus_meta::TopicConfig;
+
+use super::json_body;
+use crate::app::Broker;
+use crate::dispatch::{respond, success};
+use crate::error::GatewayError;
+use crate::shard::shard_name;
+
+fn broker_datas(broker: &Broker) -> Vec<BrokerData> {
+    broker
+        .shards
+        .all()
+        .into_iter()
+        .map(|(shard, _)| BrokerData {
+            cluster: broker.settings.node.cluster_name.clone(),
+            broker_name: shard_name(shard),
+            broker_addrs: BTreeMap::from([("0".to_owned(), broker.advertised.clone())]),
+            enable_acting_master: false,
+        })
+        .collect()
+}
+
+/// The route of one topic.
+pub(crate) fn route_data(
+    broker: &Broker,
+    topic: &TopicConfig,
+    order_conf: Option<String>,
+) -> TopicRouteData {
+    let brokers = broker_datas(broker);
+    let queue_datas = brokers
+        .iter()
+        .map(|b| QueueData {
+            broker_name: b.broker_name.clone(),
+            read_queue_nums: topic.read_queue_nums,
+            write_queue_nums: topic.write_queue_nums,
+            perm: topic.perm,
+            topic_sys_flag: topic.topic_sys_flag,
+        })
+        .collect();
+    TopicRouteData {
+        queue_datas,
+        broker_datas: brokers,
+        filter_server_table: BTreeMap::new(),
+        order_topic_conf: order_conf,
+    }
+}
+
+/// GET_ROUTEINFO_BY_TOPIC (105).
+pub(crate) async fn get_route(
+    broker: &Arc<Broker>,
+    cmd: &RemotingCommand,
+) -> Result<RemotingCommand, GatewayError> {
+    let header = GetRouteInfoRequestHeader::from_command(cmd)?;
+    let Some(topic) = broker.topics.get_or_auto_create(&header.topic).await? else {
+        return Ok(respond(
+            ResponseCode::TopicNotExist,
+            format!(
+                "No topic route info in name server for the topic: {}",
+                header.topic
+            ),
+        ));
+    };
+    if broker.shards.all().is_empty() {
+        return Ok(respond(
+            ResponseCode::TopicNotExist,
+            "no shard is owned by a live node",
+        ));
+    }
+    let order = broker
+        .meta
+        .get_kv("ORDER_TOPIC_CONFIG", &header.topic)
+        .await?;
+    let mut resp = success();
+    resp.body = json_body(&route_data(broker, &topic, order))?;
+    Ok(resp)
+}
+
+/// GET_BROKER_CLUSTER_INFO (106).
+pub(crate) fn cluster_info(broker: &Arc<Broker>) -> Result<RemotingCommand, GatewayError> {
+    let brokers = broker_datas(broker);
+    let info = ClusterInfo {
+        cluster_addr_table: BTreeMap::from([(
+            broker.settings.node.cluster_name.clone(),
+            brokers.iter().map(|b| b.broker_name.clone()).collect(),
+        )]),
+        broker_addr_table: brokers
+            .into_iter()
+            .map(|b| (b.broker_name.clone(), b))
+            .collect(),
+    };
+    let mut resp = success();
+    resp.body = json_body(&info)?;
+    Ok(resp)
+}
+
+/// GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206) and GET_TOPICS_BY_CLUSTER (224).
+pub(crate) fn topic_list(
+    broker: &Arc<Broker>,
+    by_cluster: Option<&RemotingCommand>,
+) -> Result<RemotingCommand, GatewayError> {
+    if let Some(cmd) = by_cluster {
+        let cluster = cmd.ext_fields.get("cluster").cloned().unwrap_or_default();
+        if cluster != broker.settings.node.cluster_name {
+            let mut resp = success();
+            resp.body = json_body(&TopicList::default())?;
+            return Ok(resp);
+        }
+    }
+    let list = TopicList {
+        topic_list: broker
+            .topics
+            .all()
+            .into_iter()
+            .map(|t| t.topic.into_string())
+            .collect(),
+        broker_addr: None,
+    };
+    let mut resp = success();
+    resp.body = json_body(&list)?;
+    Ok(resp)
+}
+
+/// Header of a topic-only request, for admin processors.
+pub(crate) fn topic_header(cmd: &RemotingCommand) -> Result<String, GatewayError> {
+    Ok(TopicHeader::from_command(cmd)?.topic)
+}

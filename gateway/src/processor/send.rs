@@ -1,0 +1,288 @@
+//! SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320) and the batch flag
+//! (C++: code 10/310 with `batch`/`m` = "1").
+//!
+//! `prepare` runs on the connection's reader task in arrival order and must not await: it
+//! validates against the in-memory topic table and appends to the shard's open segment.
+//! `complete` awaits durability (upload + meta commit) and builds the answer. A topic that
+//! must first be auto-created (a meta write) is handled entirely in `complete`.
+//! Mirrors `SendMessageProcessor` / `AbstractSendMessageProcessor` checks and codes.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use bytes::Bytes;
+use stratus_compat::command::RemotingCommand;
+use stratus_compat::message::batch::decode_batch;
+use stratus_compat::message::id::create_offset_msg_id;
+use stratus_compat::message::properties::{Properties, keys};
+use stratus_compat::message::sysflag;
+use stratus_compat::request::send::{SendMessageRequestHeader, SendMessageResponseHeader};
+use stratus_compat::types::{QueueId, Topic, java_string_hash};
+use stratus_meta::{ShardId, TopicConfig};
+use stratus_segments::writer::{AppendTicket, MessageToStore};
+
+use crate::app::Broker;
+use crate::dispatch::success;
+use crate::error::{GatewayError, Result};
+use crate::net::Channel;
+use crate::topics::{self, PERM_WRITE, RETRY_PREFIX};
+
+/// Longest properties string (stored with an i16 length).
+const MAX_PROPERTIES_LEN: usize = 32_767;
+
+/// The outcome of the in-order phase.
+#[derive(Debug)]
+pub(crate) enum Prepared {
+    /// Appended; wait for durability.
+    Appended(Appended),
+    /// Refused.
+    Failed(GatewayError),
+    /// The topic needs auto-creation first; everything happens in `complete`.
+    Deferred { peer: SocketAddr },
+}
+
+/// A send appended to its shard's open segment.
+#[derive(Debug)]
+pub(crate) struct Appended {
+    ticket: AppendTicket,
+    uniq_key: Option<String>,
+}
+
+/// Phase one (reader task, in order, no await).
+pub(crate) fn prepare(broker: &Arc<Broker>, ch: &Channel, cmd: &RemotingCommand) -> Prepared {
+    let header = match SendMessageRequestHeader::from_command(cmd) {
+        Ok(h) => h,
+        Err(e) => return Prepared::Failed(e.into()),
+    };
+    if let Err(e) = check_topic(&header.topic) {
+        return Prepared::Failed(e);
+    }
+    match broker.topics.get(&header.topic) {
+        Some(cfg) => match append(broker, ch.peer, &header, cmd.body.clone(), &cfg) {
+            Ok(a) => Prepared::Appended(a),
+            Err(e) => Prepared::Failed(e),
+        },
+        None => Prepared::Deferred { peer: ch.peer },
+    }
+}
+
+/// Phase two (spawned): auto-create if needed, await durability, answer.
+pub(crate) async fn complete(
+    broker: &Arc<Broker>,
+    prepared: Prepared,
+    cmd: RemotingCommand,
+) -> Result<RemotingCommand> {
+    let appended = match prepared {
+        Prepared::Appended(a) => a,
+        Prepared::Failed(e) => return Err(e),
+        Prepared::Deferred { peer } => {
+            let header = SendMessageRequestHeader::from_command(&cmd)?;
+            let cfg = broker
+                .topics
+                .auto_create_on_send(
+                    &header.topic,
+                    &header.default_topic,
+                    header.default_topic_queue_nums,
+                )
+                .await?
+                .ok_or_else(|| {
+                    GatewayError::TopicNotExist(format!(
+                        "topic[{}] not exist, apply first please!",
+                        header.topic
+                    ))
+                })?;
+            append(broker, peer, &header, cmd.body.clone(), &cfg)?
+        }
+    };
+    let Appended { ticket, uniq_key } = appended;
+    let queue_id = ticket.queue_id;
+    let first_offset = ticket.first_offset;
+    let msg_id = ticket
+        .handles
+        .iter()
+        .map(|h| create_offset_msg_id(broker.store_host, h.0))
+        .collect::<Vec<_>>()
+        .join(",");
+    ticket.durable().await?;
+    let mut resp = success();
+    SendMessageResponseHeader {
+        msg_id,
+        queue_id: queue_id.0,
+        queue_offset: first_offset.0,
+        transaction_id: uniq_key,
+    }
+    .write_to(&mut resp);
+    Ok(resp)
+}
+
+fn check_topic(topic: &str) -> Result<()> {
+    topics::validate_topic_name(topic)?;
+    if topics::is_not_sendable(topic) {
+        return Err(GatewayError::NoPermission(format!(
+            "Sending message to topic[{topic}] is forbidden."
+        )));
+    }
+    Ok(())
+}
+
+static QUEUE_PICK: AtomicU32 = AtomicU32::new(0);
+
+/// Validates against `cfg`, builds the stored messages and appends them.
+fn append(
+    broker: &Broker,
+    peer: SocketAddr,
+    header: &SendMessageRequestHeader,
+    body: Bytes,
+    cfg: &TopicConfig,
+) -> Result<Appended> {
+    if cfg.perm & PERM_WRITE == 0 {
+        return Err(GatewayError::NoPermission(format!(
+            "the topic[{}] sending message is forbidden",
+            header.topic
+        )));
+    }
+    let queue_count = cfg.read_queue_nums.max(cfg.write_queue_nums);
+    let queue_id = if header.queue_id < 0 {
+        let n = u32::try_from(cfg.write_queue_nums.max(1)).unwrap_or(1);
+        i32::try_from(QUEUE_PICK.fetch_add(1, Ordering::Relaxed) % n).unwrap_or(0)
+    } else if header.queue_id >= queue_count {
+        return Err(GatewayError::InvalidParameter(format!(
+            "request queueId[{}] is illegal, topic:[{}] topicConfig.writeQueueNums:[{}] consumerQueueNums:[{}]",
+            header.queue_id, header.topic, cfg.write_queue_nums, cfg.read_queue_nums
+        )));
+    } else {
+        header.queue_id
+    };
+    let shard = broker
+        .shards
+        .resolve(header.broker_name.as_deref())
+        .ok_or_else(|| {
+            GatewayError::ServiceNotAvailable("the shard is not owned by this node".into())
+        })?;
+    let max_size = broker.settings.broker.max_message_size.as_usize();
+    if body.len() > max_size {
+        return Err(GatewayError::MessageIllegal(format!(
+            "the message body size {} is greater than the max message size {max_size}",
+            body.len()
+        )));
+    }
+    let base = MessageBase {
+        topic: Topic::new(header.topic.clone()),
+        queue_id: QueueId(queue_id),
+        sys_flag: header.sys_flag,
+        born_timestamp: header.born_timestamp,
+        born_host: peer,
+        store_host: broker.store_host,
+        reconsume_times: header.reconsume_times.unwrap_or(0),
+        cluster: &broker.settings.node.cluster_name,
+    };
+    let props_text = header.properties.clone().unwrap_or_default();
+    let (messages, uniq_key) = if header.batch {
+        if header.topic.starts_with(RETRY_PREFIX) {
+            return Err(GatewayError::MessageIllegal(
+                "batch request does not support retry group".into(),
+            ));
+        }
+        let entries = decode_batch(&body)
+            .map_err(|e| GatewayError::MessageIllegal(format!("malformed batch body: {e}")))?;
+        if entries.is_empty() {
+            return Err(GatewayError::MessageIllegal("empty batch".into()));
+        }
+        let mut out = Vec::with_capacity(entries.len());
+        for (i, e) in entries.into_iter().enumerate() {
+            let props = Properties::parse(&e.properties);
+            out.push(base.message(broker, shard, e.flag, e.body, props, i)?);
+        }
+        (out, None)
+    } else {
+        let props = Properties::parse(&props_text);
+        if props
+            .get(keys::TRAN_MSG)
+            .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+            || sysflag::transaction_type(header.sys_flag) == sysflag::TRANSACTION_PREPARED_TYPE
+        {
+            return Err(GatewayError::NoPermission(
+                "this broker does not accept transactional messages yet".into(),
+            ));
+        }
+        if props
+            .get(keys::DELAY)
+            .and_then(|d| d.trim().parse::<i32>().ok())
+            .is_some_and(|d| d > 0)
+        {
+            return Err(GatewayError::MessageIllegal(
+                "delay levels are not supported yet".into(),
+            ));
+        }
+        let msg = base.message(broker, shard, header.flag, body, props, 0)?;
+        let uniq = Properties::parse(&msg.properties)
+            .get(keys::UNIQ_KEY)
+            .map(str::to_owned);
+        (vec![msg], uniq)
+    };
+    let ticket = broker.writer.append(shard, messages)?;
+    Ok(Appended { ticket, uniq_key })
+}
+
+/// Fields shared by every message of one send request.
+struct MessageBase<'a> {
+    topic: Topic,
+    queue_id: QueueId,
+    sys_flag: i32,
+    born_timestamp: i64,
+    born_host: SocketAddr,
+    store_host: SocketAddr,
+    reconsume_times: i32,
+    cluster: &'a str,
+}
+
+static UNIQ_COUNTER: AtomicU32 = AtomicU32::new(0);
+
+impl MessageBase<'_> {
+    /// One stored message: broker-side property changes (`CLUSTER` added, `POP_CK` removed,
+    /// `UNIQ_KEY` added when missing) and the tags code.
+    fn message(
+        &self,
+        broker: &Broker,
+        _shard: ShardId,
+        flag: i32,
+        body: Bytes,
+        mut props: Properties,
+        _index: usize,
+    ) -> Result<MessageToStore> {
+        props.remove(keys::POP_CK);
+        props.insert(keys::CLUSTER, self.cluster);
+        if props.get(keys::UNIQ_KEY).is_none() {
+            let n = UNIQ_COUNTER.fetch_add(1, Ordering::Relaxed);
+            let id = stratus_compat::message::uniq::new_uniq_id(
+                self.store_host.ip(),
+                n,
+                broker.clock.now_ms(),
+            );
+            props.insert(keys::UNIQ_KEY, &id);
+        }
+        let tags_code = props.get(keys::TAGS).map_or(0, java_string_hash);
+        let properties = props.encode();
+        if properties.len() > MAX_PROPERTIES_LEN {
+            return Err(GatewayError::MessageIllegal(format!(
+                "the message properties length {} is greater than {MAX_PROPERTIES_LEN}",
+                properties.len()
+            )));
+        }
+        Ok(MessageToStore {
+            topic: self.topic.clone(),
+            queue_id: self.queue_id,
+            flag,
+            sys_flag: self.sys_flag,
+            born_timestamp: self.born_timestamp,
+            born_host: self.born_host,
+            store_host: self.store_host,
+            reconsume_times: self.reconsume_times,
+            prepared_transaction_offset: 0,
+            body,
+            properties,
+            tags_code,
+        })
+    }
+}

@@ -1,0 +1,271 @@
+//! Producer and consumer registries (in memory, per node): which channels belong to which
+//! group, each consumer group's subscriptions, and NOTIFY_CONSUMER_IDS_CHANGED on changes.
+//!
+//! Mirrors `ConsumerManager`, `ConsumerGroupInfo`, `ProducerManager` and
+//! `ClientHousekeepingService` (channel expiry after `channelExpiredTimeout`).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use stratus_compat::filter::tag::TagFilter;
+use stratus_compat::request::heartbeat::{
+    ConsumeFromWhere, ConsumeType, ConsumerData, MessageModel, SubscriptionData,
+};
+
+use crate::net::Channel;
+
+/// A stored subscription of a group to a topic.
+#[derive(Debug, Clone)]
+pub(crate) struct Subscription {
+    /// As sent.
+    pub(crate) data: SubscriptionData,
+    /// Parsed tag filter (recomputed from `sub_string`, never from the client's codes).
+    pub(crate) filter: TagFilter,
+}
+
+#[derive(Debug)]
+struct Member {
+    channel: Arc<Channel>,
+    client_id: String,
+    last_heartbeat_ms: i64,
+}
+
+#[derive(Debug)]
+struct ConsumerGroupInfo {
+    members: HashMap<u64, Member>,
+    subscriptions: BTreeMap<String, Subscription>,
+    consume_type: ConsumeType,
+    message_model: MessageModel,
+    consume_from_where: ConsumeFromWhere,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    consumers: HashMap<String, ConsumerGroupInfo>,
+    producers: HashMap<String, HashMap<u64, Member>>,
+}
+
+/// The registry.
+#[derive(Debug, Default)]
+pub(crate) struct Registry {
+    state: Mutex<State>,
+}
+
+impl Registry {
+    /// Registers a consumer channel from a heartbeat. Returns true when the group's
+    /// membership or topic set changed (then members were notified).
+    pub(crate) fn register_consumer(
+        &self,
+        channel: &Arc<Channel>,
+        client_id: &str,
+        data: &ConsumerData,
+        now_ms: i64,
+    ) -> bool {
+        let mut st = self.state.lock();
+        let info = st
+            .consumers
+            .entry(data.group_name.clone())
+            .or_insert_with(|| ConsumerGroupInfo {
+                members: HashMap::new(),
+                subscriptions: BTreeMap::new(),
+                consume_type: data.consume_type,
+                message_model: data.message_model,
+                consume_from_where: data.consume_from_where,
+            });
+        info.consume_type = data.consume_type;
+        info.message_model = data.message_model;
+        info.consume_from_where = data.consume_from_where;
+        let new_member = match info.members.get_mut(&channel.id) {
+            Some(m) => {
+                m.last_heartbeat_ms = now_ms;
+                m.client_id = client_id.to_owned();
+                false
+            }
+            None => {
+                info.members.insert(
+                    channel.id,
+                    Member {
+                        channel: channel.clone(),
+                        client_id: client_id.to_owned(),
+                        last_heartbeat_ms: now_ms,
+                    },
+                );
+                true
+            }
+        };
+        // Replace the subscription table (ConsumerGroupInfo#updateSubscription): newer or
+        // equal versions replace, topics no longer listed are dropped.
+        let mut topics_changed = false;
+        let listed: Vec<&str> = data
+            .subscription_data_set
+            .iter()
+            .map(|s| s.topic.as_str())
+            .collect();
+        for sub in &data.subscription_data_set {
+            match info.subscriptions.get(&sub.topic) {
+                Some(old) if old.data.sub_version > sub.sub_version => {}
+                Some(old) => {
+                    if old.data.sub_string != sub.sub_string {
+                        topics_changed = true;
+                    }
+                    info.subscriptions
+                        .insert(sub.topic.clone(), subscription(sub));
+                }
+                None => {
+                    topics_changed = true;
+                    info.subscriptions
+                        .insert(sub.topic.clone(), subscription(sub));
+                }
+            }
+        }
+        let before = info.subscriptions.len();
+        info.subscriptions
+            .retain(|t, _| listed.contains(&t.as_str()));
+        topics_changed |= before != info.subscriptions.len();
+        let changed = new_member || topics_changed;
+        if changed {
+            notify(&data.group_name, info);
+        }
+        changed
+    }
+
+    /// Registers a producer channel.
+    pub(crate) fn register_producer(
+        &self,
+        channel: &Arc<Channel>,
+        client_id: &str,
+        group: &str,
+        now_ms: i64,
+    ) {
+        let mut st = self.state.lock();
+        st.producers.entry(group.to_owned()).or_default().insert(
+            channel.id,
+            Member {
+                channel: channel.clone(),
+                client_id: client_id.to_owned(),
+                last_heartbeat_ms: now_ms,
+            },
+        );
+    }
+
+    /// UNREGISTER_CLIENT: removes the channel from the named groups.
+    pub(crate) fn unregister(
+        &self,
+        channel_id: u64,
+        producer_group: Option<&str>,
+        consumer_group: Option<&str>,
+    ) {
+        let mut st = self.state.lock();
+        if let Some(g) = producer_group
+            && let Some(p) = st.producers.get_mut(g)
+        {
+            p.remove(&channel_id);
+            if p.is_empty() {
+                st.producers.remove(g);
+            }
+        }
+        if let Some(g) = consumer_group {
+            remove_consumer(&mut st, g, channel_id);
+        }
+    }
+
+    /// Connection closed: removes the channel from every group.
+    pub(crate) fn channel_closed(&self, channel_id: u64) {
+        let mut st = self.state.lock();
+        st.producers.retain(|_, members| {
+            members.remove(&channel_id);
+            !members.is_empty()
+        });
+        let groups: Vec<String> = st
+            .consumers
+            .iter()
+            .filter(|(_, i)| i.members.contains_key(&channel_id))
+            .map(|(g, _)| g.clone())
+            .collect();
+        for g in groups {
+            remove_consumer(&mut st, &g, channel_id);
+        }
+    }
+
+    /// Drops members whose last heartbeat is older than `expiry_ms`; returns how many.
+    pub(crate) fn expire(&self, now_ms: i64, expiry_ms: i64) -> usize {
+        let mut st = self.state.lock();
+        let mut expired = 0;
+        let stale: Vec<(String, u64)> = st
+            .consumers
+            .iter()
+            .flat_map(|(g, i)| {
+                i.members
+                    .iter()
+                    .filter(|(_, m)| now_ms - m.last_heartbeat_ms > expiry_ms)
+                    .map(|(id, _)| (g.clone(), *id))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        for (g, id) in stale {
+            remove_consumer(&mut st, &g, id);
+            expired += 1;
+        }
+        for members in st.producers.values_mut() {
+            let before = members.len();
+            members.retain(|_, m| now_ms - m.last_heartbeat_ms <= expiry_ms);
+            expired += before - members.len();
+        }
+        st.producers.retain(|_, m| !m.is_empty());
+        expired
+    }
+
+    /// Client ids of a group's live consumers.
+    pub(crate) fn consumer_ids(&self, group: &str) -> Vec<String> {
+        let st = self.state.lock();
+        let mut ids: Vec<String> = st
+            .consumers
+            .get(group)
+            .map(|i| i.members.values().map(|m| m.client_id.clone()).collect())
+            .unwrap_or_default();
+        ids.sort();
+        ids.dedup();
+        ids
+    }
+
+    /// The group's subscription to `topic`, if the group is registered and subscribes it.
+    /// `Err(())` when the group is not registered at all.
+    pub(crate) fn subscription(
+        &self,
+        group: &str,
+        topic: &str,
+    ) -> Result<Option<Subscription>, ()> {
+        let st = self.state.lock();
+        let info = st.consumers.get(group).ok_or(())?;
+        Ok(info.subscriptions.get(topic).cloned())
+    }
+}
+
+fn subscription(sub: &SubscriptionData) -> Subscription {
+    Subscription {
+        data: sub.clone(),
+        filter: TagFilter::parse(&sub.sub_string),
+    }
+}
+
+fn remove_consumer(st: &mut State, group: &str, channel_id: u64) {
+    let Some(info) = st.consumers.get_mut(group) else {
+        return;
+    };
+    if info.members.remove(&channel_id).is_none() {
+        return;
+    }
+    if info.members.is_empty() {
+        st.consumers.remove(group);
+    } else {
+        notify(group, info);
+    }
+}
+
+/// Sends NOTIFY_CONSUMER_IDS_CHANGED to every member (one-way, never blocks).
+fn notify(group: &str, info: &ConsumerGroupInfo) {
+    for m in info.members.values() {
+        m.channel.notify_consumer_ids_changed(group);
+    }
+}

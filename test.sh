@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs every check and test of Stratus: format, lints, unit tests, the in-process and
+# end-to-end suites, and the real RocketMQ clients (installed first from their registries).
+# Usage: ./test.sh            (everything; installs the clients on first run)
+#        STRATUS_SKIP_CLIENTS=1 ./test.sh   (no client installs; client tests are skipped)
+set -euo pipefail
+cd "$(dirname "$0")"
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "cargo fmt --check"
+cargo fmt --all --check
+
+step "cargo clippy"
+cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
+
+if [ "${STRATUS_SKIP_CLIENTS:-0}" != "1" ]; then
+  step "install real RocketMQ clients (Java 4.9 and 5.x, Go, C++ via Python, Rust)"
+  bash tests/clients/install.sh all
+  export STRATUS_REQUIRE_CLIENTS=1
+fi
+
+step "build the stratus binary"
+cargo build --locked -p stratus-gateway --bin stratus
+
+step "cargo test (unit, protocol and end-to-end suites)"
+cargo test --workspace --all-features --locked -- --test-threads="${STRATUS_TEST_THREADS:-2}"
+
+step "cargo test --doc"
+cargo test --workspace --doc --locked
