@@ -139,10 +139,10 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
                     let r = client.invoke(cmd, Duration::from_secs(10)).await;
                     (t.elapsed(), r.map(|r| r.code == 0).unwrap_or(false))
                 });
-                if inflight.len() >= args.pipeline.max(1) {
-                    if let Some(Ok((d, ok))) = inflight.join_next().await {
-                        if ok { lat.push(d) } else { errors += 1 }
-                    }
+                if inflight.len() >= args.pipeline.max(1)
+                    && let Some(Ok((d, ok))) = inflight.join_next().await
+                {
+                    if ok { lat.push(d) } else { errors += 1 }
                 }
             }
             while let Some(Ok((d, ok))) = inflight.join_next().await {

@@ -71,7 +71,7 @@ impl<'de> Deserialize<'de> for ByteSize {
 }
 
 /// Every setting of a node. Each field has a default; see `deploy/stratus.example.toml`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 #[serde(default, deny_unknown_fields)]
 pub struct Settings {
     /// Identity of this node and its data directory.
@@ -203,19 +203,6 @@ pub struct LimitSettings {
     /// Idle connections are closed after this long.
     #[serde(with = "humantime_serde")]
     pub idle_timeout: Duration,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Self {
-            node: NodeSettings::default(),
-            listen: ListenSettings::default(),
-            broker: BrokerSettings::default(),
-            storage: StorageSettings::default(),
-            meta: MetaSettings::default(),
-            limits: LimitSettings::default(),
-        }
-    }
 }
 
 impl Default for NodeSettings {

@@ -269,3 +269,83 @@ fn notify(group: &str, info: &ConsumerGroupInfo) {
         m.channel.notify_consumer_ids_changed(group);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use stratus_compat::request::heartbeat::SubscriptionData;
+    use tokio::sync::mpsc;
+
+    use super::*;
+
+    fn consumer(group: &str, topics: &[(&str, &str)]) -> ConsumerData {
+        ConsumerData {
+            group_name: group.into(),
+            consume_type: ConsumeType::ConsumePassively,
+            message_model: MessageModel::Clustering,
+            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            subscription_data_set: topics
+                .iter()
+                .map(|(t, e)| SubscriptionData {
+                    topic: (*t).into(),
+                    sub_string: (*e).into(),
+                    sub_version: 1,
+                    ..Default::default()
+                })
+                .collect(),
+            unit_mode: false,
+        }
+    }
+
+    fn channel(
+        id: u64,
+    ) -> (
+        Arc<Channel>,
+        mpsc::Receiver<stratus_compat::RemotingCommand>,
+    ) {
+        let (tx, rx) = mpsc::channel(16);
+        (
+            Arc::new(Channel::new(id, "127.0.0.1:1".parse().unwrap(), tx)),
+            rx,
+        )
+    }
+
+    #[test]
+    fn expired_channels_are_dropped_and_the_rest_notified() {
+        let reg = Registry::default();
+        let (a, mut rx_a) = channel(1);
+        let (b, _rx_b) = channel(2);
+        assert!(reg.register_consumer(&a, "a", &consumer("g", &[("T", "TagA || TagB")]), 0));
+        assert!(reg.register_consumer(&b, "b", &consumer("g", &[("T", "TagA || TagB")]), 0));
+        while rx_a.try_recv().is_ok() {}
+        // a keeps heartbeating, b stops.
+        assert!(!reg.register_consumer(&a, "a", &consumer("g", &[("T", "TagA || TagB")]), 100_000));
+        assert_eq!(reg.expire(130_000, 120_000), 1);
+        assert_eq!(reg.consumer_ids("g"), vec!["a".to_owned()]);
+        let n = rx_a.try_recv().expect("a is told the group changed");
+        assert_eq!(
+            n.code,
+            stratus_compat::RequestCode::NotifyConsumerIdsChanged.to_i32()
+        );
+    }
+
+    #[test]
+    fn subscriptions_use_recomputed_tag_codes_and_drop_unlisted_topics() {
+        let reg = Registry::default();
+        let (a, _rx) = channel(1);
+        reg.register_consumer(
+            &a,
+            "a",
+            &consumer("g", &[("T", "TagA || TagB"), ("U", "*")]),
+            0,
+        );
+        let sub = reg.subscription("g", "T").unwrap().unwrap();
+        assert!(sub.filter.matches_code(2_598_919)); // "TagA".hashCode()
+        assert!(!sub.filter.matches_code(42));
+        // A heartbeat without U drops it; the group itself stays registered.
+        assert!(reg.register_consumer(&a, "a", &consumer("g", &[("T", "TagA")]), 1));
+        assert!(reg.subscription("g", "U").unwrap().is_none());
+        assert!(reg.subscription("nobody", "T").is_err());
+        reg.channel_closed(1);
+        assert!(reg.subscription("g", "T").is_err());
+    }
+}

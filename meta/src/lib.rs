@@ -50,8 +50,9 @@ pub trait MetaStore: Send + Sync + Debug {
     async fn ensure_shards(&self, count: u32) -> Result<Vec<ShardLease>>;
     /// Every shard's lease, ordered by shard id.
     async fn list_shards(&self) -> Result<Vec<ShardLease>>;
-    /// Takes `shard` for `node` if it is free, expired at `now_ms`, or already ours: bumps
-    /// the epoch (unless already ours), sets expiry `now_ms + ttl_ms`. `None` if another
+    /// Takes `shard` for `node` if it is free, expired at `now_ms`, or already held by `node`
+    /// (a restarted process of the same node): always bumps the epoch, so commits of a
+    /// previous incarnation are fenced (extending a held lease is `renew_shard`'s job); sets expiry `now_ms + ttl_ms`. `None` if another
     /// live node holds it.
     async fn acquire_shard(
         &self,

@@ -131,7 +131,8 @@ def check_recv(name, recvs, want, topic, allow_extra_tags=()):
         got[k] = got.get(k, 0) + 1
     missing = sorted(set(want) - set(got))
     dups = sum(c - 1 for c in got.values())
-    detail = "received %d/%d keys, %d redeliveries" % (len(got), len(want), dups)
+    ids = {r.get("msgId") for r in recvs}
+    detail = "received %d/%d keys, %d distinct msgIds, %d redeliveries" % (len(got), len(want), len(ids), dups)
     if missing:
         bad.append("missing %d keys e.g. %s" % (len(missing), missing[:3]))
     return bad, detail, got

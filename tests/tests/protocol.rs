@@ -3,6 +3,8 @@
 //! kill -9) and bad input. Driven by the crate's own protocol client, so every byte and
 //! code is checked exactly.
 
+#![allow(clippy::unwrap_used, clippy::disallowed_methods)] // test code: failures should panic; real timers are fine
+
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -430,6 +432,14 @@ async fn consumer_offsets_and_registry_follow_the_reference() {
         cmd
     };
     assert_eq!(c1.invoke(hb("client-1"), T).await.unwrap().code, 0);
+    // The reference notifies every member, the new one included, when a channel joins.
+    let n = tokio::time::timeout(T, notifications.recv())
+        .await
+        .expect("notify on own join")
+        .expect("notify");
+    assert_eq!(n.code, RequestCode::NotifyConsumerIdsChanged.to_i32());
+    // A repeated heartbeat with the same subscriptions changes nothing and notifies nobody.
+    assert_eq!(c1.invoke(hb("client-1"), T).await.unwrap().code, 0);
     let c2 = connect(node.broker).await;
     assert_eq!(c2.invoke(hb("client-2"), T).await.unwrap().code, 0);
     let n = tokio::time::timeout(T, notifications.recv())
@@ -440,6 +450,10 @@ async fn consumer_offsets_and_registry_follow_the_reference() {
     assert_eq!(
         n.ext_fields.get("consumerGroup").map(String::as_str),
         Some("cg2")
+    );
+    assert!(
+        notifications.try_recv().is_err(),
+        "exactly one notification per change"
     );
 
     let mut l = req(RequestCode::GetConsumerListByGroup);
@@ -704,4 +718,132 @@ async fn bad_input_gets_rocketmq_codes_and_never_takes_the_node_down() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn store_time_queries_find_offsets() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = Node::start(dir.path()).unwrap();
+    let b = connect(node.broker).await;
+    let mut times = Vec::new();
+    for i in 0..3 {
+        assert_eq!(
+            send(&b, "Times", 0, "", &format!("t{i}"), b"x").await.code,
+            0
+        );
+        let msgs = pull_all(&b, "Times", 0).await;
+        times.push(msgs[i].store_timestamp);
+        // Distinct store times (ms) between the sends.
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let mut e = req(RequestCode::GetEarliestMsgStoretime);
+    QueueRequestHeader {
+        topic: "Times".into(),
+        queue_id: 0,
+    }
+    .write_to(&mut e);
+    let r = b.invoke(e, T).await.unwrap();
+    assert_eq!(r.code, 0);
+    assert_eq!(r.ext_fields["timestamp"].parse::<i64>().unwrap(), times[0]);
+    let search = |ts: i64| {
+        let mut q = req(RequestCode::SearchOffsetByTimestamp);
+        q.put_ext("topic", "Times");
+        q.put_ext("queueId", 0);
+        q.put_ext("timestamp", ts);
+        q
+    };
+    // LOWER bound: first offset whose store time ≥ ts; past the end → max offset.
+    assert_eq!(
+        read_offset_response(&b.invoke(search(times[1]), T).await.unwrap()).unwrap(),
+        1
+    );
+    assert_eq!(
+        read_offset_response(&b.invoke(search(times[0] - 1000), T).await.unwrap()).unwrap(),
+        0
+    );
+    assert_eq!(
+        read_offset_response(&b.invoke(search(times[2] + 1000), T).await.unwrap()).unwrap(),
+        3
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_auto_create_unknown_topics_do_not_exist_until_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("stratus.toml");
+    std::fs::write(&cfg, "[broker]\nauto_create_topic = false\n").unwrap();
+    let node = Node::start_with(
+        &dir.path().join("data"),
+        &["--config", cfg.to_str().unwrap()],
+    )
+    .unwrap();
+    let c = connect(node.namesrv).await;
+    assert_eq!(
+        route(&c, "Manual").await.code,
+        ResponseCode::TopicNotExist.to_i32()
+    );
+    assert_eq!(
+        route(&c, "TBW102").await.code,
+        ResponseCode::TopicNotExist.to_i32()
+    );
+    let b = connect(node.broker).await;
+    assert_eq!(
+        send(&b, "Manual", 0, "", "k", b"x").await.code,
+        ResponseCode::TopicNotExist.to_i32()
+    );
+    // UPDATE_AND_CREATE_TOPIC makes it, with the asked queue counts.
+    let mut cmd = req(RequestCode::UpdateAndCreateTopic);
+    for (k, v) in [
+        ("topic", "Manual"),
+        ("defaultTopic", "TBW102"),
+        ("readQueueNums", "2"),
+        ("writeQueueNums", "2"),
+        ("perm", "6"),
+        ("topicFilterType", "SINGLE_TAG"),
+        ("order", "false"),
+    ] {
+        cmd.put_ext(k, v);
+    }
+    assert_eq!(b.invoke(cmd, T).await.unwrap().code, 0);
+    let r = route(&c, "Manual").await;
+    assert_eq!(r.code, 0);
+    let data: TopicRouteData = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(
+        (
+            data.queue_datas[0].read_queue_nums,
+            data.queue_datas[0].perm
+        ),
+        (2, 6)
+    );
+    assert_eq!(send(&b, "Manual", 1, "", "k", b"x").await.code, 0);
+    assert_eq!(
+        send(&b, "Manual", 2, "", "k", b"x").await.code,
+        ResponseCode::InvalidParameter.to_i32()
+    );
+    // The topic list names it; a system-topic name cannot be created.
+    let list = c
+        .invoke(req(RequestCode::GetAllTopicListFromNameserver), T)
+        .await
+        .unwrap();
+    assert!(
+        std::str::from_utf8(&list.body)
+            .unwrap()
+            .contains("\"Manual\"")
+    );
+    let mut cmd = req(RequestCode::UpdateAndCreateTopic);
+    for (k, v) in [
+        ("topic", "SCHEDULE_TOPIC_XXXX"),
+        ("defaultTopic", "TBW102"),
+        ("readQueueNums", "2"),
+        ("writeQueueNums", "2"),
+        ("perm", "6"),
+        ("topicFilterType", "SINGLE_TAG"),
+        ("order", "false"),
+    ] {
+        cmd.put_ext(k, v);
+    }
+    assert_eq!(
+        b.invoke(cmd, T).await.unwrap().code,
+        ResponseCode::InvalidParameter.to_i32()
+    );
 }

@@ -74,7 +74,7 @@ pub(super) async fn acquire_shard(
 ) -> Result<Option<ShardLease>> {
     let row: Option<LeaseRow> = sqlx::query_as(
         "UPDATE shards SET \
-             epoch = CASE WHEN owner = $2 THEN epoch ELSE epoch + 1 END, \
+             epoch = epoch + 1, \
              owner = $2, \
              expires_at_ms = $3 \
          WHERE shard_id = $1 AND (owner IS NULL OR owner = $2 OR expires_at_ms <= $4) \

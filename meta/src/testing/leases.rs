@@ -139,7 +139,9 @@ pub(super) async fn acquire_held_shard_is_refused_until_expiry(store: &dyn MetaS
     }
 }
 
-pub(super) async fn acquire_own_shard_keeps_epoch_and_extends(store: &dyn MetaStore) {
+pub(super) async fn reacquiring_own_shard_bumps_epoch_and_fences_the_old_incarnation(
+    store: &dyn MetaStore,
+) {
     let a = node("node-a");
     let first = store
         .acquire_shard(ShardId(6), &a, 0, 1_000)
@@ -152,11 +154,21 @@ pub(super) async fn acquire_own_shard_keeps_epoch_and_extends(store: &dyn MetaSt
         .expect("acquire again")
         .expect("ours");
     assert_eq!(
-        again.epoch, first.epoch,
-        "re-acquiring our own shard keeps the epoch"
+        again.epoch.0,
+        first.epoch.0 + 1,
+        "a restarted process of the same node gets a new epoch"
     );
-    assert_eq!(again.expires_at_ms, 1_100, "and extends the lease");
-    assert_eq!(again.owner, Some(a));
+    assert_eq!(again.expires_at_ms, 1_100, "and a fresh lease");
+    assert_eq!(again.owner, Some(a.clone()));
+    match store
+        .renew_shard(ShardId(6), &a, first.epoch, 200, 1_000)
+        .await
+    {
+        Err(MetaError::Fenced { ours, stored, .. }) => {
+            assert_eq!((ours, stored), (first.epoch, again.epoch));
+        }
+        other => panic!("the previous incarnation renewing: want Fenced, got {other:?}"),
+    }
 }
 
 pub(super) async fn renew_extends_and_fences_stale_holders(store: &dyn MetaStore) {

@@ -113,8 +113,15 @@ impl Reader {
         let mut done = false;
         while pos < end && !done {
             let Some(seg) = sections.pop_front() else {
-                sections = self.sections(queue, pos, SECTIONS_PER_LOOKUP).await?.into();
+                sections = self
+                    .sections(queue, pos, SECTIONS_PER_LOOKUP)
+                    .await?
+                    .into_iter()
+                    .filter(|s| s.first_offset.add(i64::from(s.count)) > pos)
+                    .collect();
                 if sections.is_empty() {
+                    // Nothing indexed at or after `pos` (should not happen below the
+                    // committed max); return what was read.
                     break;
                 }
                 continue;

@@ -1,1 +1,317 @@
-//! Tests.
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use object_store::local::LocalFileSystem;
+use object_store::memory::InMemory;
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use stratus_compat::message::record::MessageExt;
+use stratus_compat::types::{CommitLogOffset, QueueOffset, java_string_hash};
+use stratus_meta::ShardId;
+
+use super::*;
+use crate::testkit::{Harness, key, manual_config, msg};
+use crate::writer::AppendTicket;
+
+/// Writes `segments` flushes of `per` messages each to shard 0 queue T/0, one ms apart.
+async fn fill(h: &Harness, segments: usize, per: usize) -> Vec<AppendTicket> {
+    h.open(0).await;
+    let mut tickets = Vec::new();
+    for s in 0..segments {
+        for i in 0..per {
+            let tag = if i % 2 == 0 { "even" } else { "odd" };
+            let mut m = msg("T", 0, &format!("s{s}-m{i}-{tag}"));
+            m.tags_code = java_string_hash(tag);
+            tickets.push(h.writer.append(ShardId(0), vec![m]).unwrap());
+        }
+        h.writer.flush().await.unwrap();
+        h.clock.advance(Duration::from_millis(1000));
+    }
+    tickets
+}
+
+fn bodies(records: &[Bytes]) -> Vec<String> {
+    records
+        .iter()
+        .map(|r| {
+            String::from_utf8(MessageExt::decode(&mut r.clone()).unwrap().body.to_vec()).unwrap()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn reads_across_segments_from_the_tail_cache_without_gets_and_cold_from_the_store() {
+    let h = Harness::new(manual_config()).await;
+    fill(&h, 4, 10).await;
+    let q = key(0, "T", 0);
+    h.faults.reset_counts();
+    let hot = h.read_all(&q).await;
+    assert_eq!(hot.len(), 40);
+    assert_eq!(bodies(&hot)[13], "s1-m3-odd");
+    assert_eq!(
+        h.faults.gets(),
+        0,
+        "a consumer that keeps up never reads the store"
+    );
+
+    h.cache.clear();
+    let cold = h.read_all(&q).await;
+    assert_eq!(cold, hot, "byte for byte");
+    assert!(h.faults.gets() > 0);
+    // Now warm in the footer and block caches.
+    let gets = h.faults.gets();
+    assert_eq!(h.read_all(&q).await, hot);
+    assert_eq!(h.faults.gets(), gets);
+}
+
+#[tokio::test]
+async fn a_read_stops_at_max_count_and_max_bytes_but_returns_the_first_match() {
+    let h = Harness::new(manual_config()).await;
+    fill(&h, 2, 10).await;
+    let q = key(0, "T", 0);
+    let b = h
+        .reader
+        .read(&q, QueueOffset(3), 5, usize::MAX, &|_| true)
+        .await
+        .unwrap();
+    assert_eq!(
+        bodies(&b.messages),
+        vec![
+            "s0-m3-odd",
+            "s0-m4-even",
+            "s0-m5-odd",
+            "s0-m6-even",
+            "s0-m7-odd"
+        ]
+    );
+    assert_eq!((b.next_offset, b.examined), (QueueOffset(8), 5));
+    let b = h
+        .reader
+        .read(&q, QueueOffset(8), 32, 1, &|_| true)
+        .await
+        .unwrap();
+    assert_eq!(b.messages.len(), 1);
+    assert_eq!(b.next_offset, QueueOffset(9));
+    let size = b.messages[0].len();
+    let b = h
+        .reader
+        .read(&q, QueueOffset(8), 32, size * 3, &|_| true)
+        .await
+        .unwrap();
+    assert_eq!(b.messages.len(), 3);
+    // Past the committed end: nothing.
+    let b = h
+        .reader
+        .read(&q, QueueOffset(20), 32, usize::MAX, &|_| true)
+        .await
+        .unwrap();
+    assert_eq!((b.messages.len(), b.next_offset), (0, QueueOffset(20)));
+}
+
+#[tokio::test]
+async fn filtered_entries_are_counted_as_examined() {
+    let h = Harness::new(manual_config()).await;
+    fill(&h, 3, 10).await;
+    let q = key(0, "T", 0);
+    let odd = java_string_hash("odd");
+    let b = h
+        .reader
+        .read(&q, QueueOffset(0), 4, usize::MAX, &|m: &EntryMeta| {
+            m.tags_code == odd
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        bodies(&b.messages),
+        vec!["s0-m1-odd", "s0-m3-odd", "s0-m5-odd", "s0-m7-odd"]
+    );
+    assert_eq!((b.next_offset, b.examined), (QueueOffset(8), 8));
+    let none = h
+        .reader
+        .read(&q, QueueOffset(0), 4, usize::MAX, &|_| false)
+        .await
+        .unwrap();
+    assert!(none.messages.is_empty());
+    assert_eq!((none.next_offset, none.examined), (QueueOffset(30), 30));
+}
+
+#[tokio::test]
+async fn read_by_handle_finds_each_record_and_rejects_others() {
+    let h = Harness::new(manual_config()).await;
+    let tickets = fill(&h, 3, 5).await;
+    let all = h.read_all(&key(0, "T", 0)).await;
+    h.cache.clear();
+    for (t, rec) in tickets.iter().zip(&all) {
+        assert_eq!(
+            h.reader
+                .read_by_handle(t.handles[0])
+                .await
+                .unwrap()
+                .as_ref(),
+            Some(rec)
+        );
+    }
+    let h0 = tickets[0].handles[0];
+    assert_eq!(
+        h.reader
+            .read_by_handle(CommitLogOffset(h0.0 + 1))
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        h.reader.read_by_handle(CommitLogOffset(-5)).await.unwrap(),
+        None
+    );
+    assert_eq!(
+        h.reader
+            .read_by_handle(handle::encode(ShardId(0), 1 << 40))
+            .await
+            .unwrap(),
+        None
+    );
+}
+
+#[tokio::test]
+async fn search_offset_by_time_finds_lower_and_upper_bounds() {
+    let h = Harness::new(manual_config()).await;
+    let q = key(0, "T", 0);
+    assert_eq!(
+        h.reader.search_offset_by_time(&q, 0, false).await.unwrap(),
+        QueueOffset(0)
+    );
+    let tickets = fill(&h, 3, 4).await; // ts t0 (offsets 0-3), t0+1000 (4-7), t0+2000 (8-11)
+    let t0 = tickets[0].store_timestamp;
+    let s = |ts, upper| {
+        let r = &h.reader;
+        let q = q.clone();
+        async move { r.search_offset_by_time(&q, ts, upper).await.unwrap().0 }
+    };
+    assert_eq!(s(t0 - 5, false).await, 0);
+    assert_eq!(s(t0, false).await, 0);
+    assert_eq!(s(t0 + 1, false).await, 4);
+    assert_eq!(s(t0 + 1000, false).await, 4);
+    assert_eq!(s(t0 + 5000, false).await, 12);
+    assert_eq!(s(t0 - 5, true).await, 0);
+    assert_eq!(s(t0, true).await, 3);
+    assert_eq!(s(t0 + 999, true).await, 3);
+    assert_eq!(s(t0 + 2000, true).await, 11);
+    assert_eq!(s(t0 + 5000, true).await, 11);
+    assert_eq!(
+        h.reader.store_time_at(&q, QueueOffset(5)).await.unwrap(),
+        Some(t0 + 1000)
+    );
+    assert_eq!(
+        h.reader.store_time_at(&q, QueueOffset(12)).await.unwrap(),
+        None
+    );
+}
+
+#[tokio::test]
+async fn a_corrupted_object_is_reported_never_returned() {
+    let inner = Arc::new(InMemory::new());
+    let meta = stratus_meta::open("memory://").await.unwrap();
+    let h = Harness::with(manual_config(), inner.clone(), meta).await;
+    fill(&h, 1, 5).await;
+    let q = key(0, "T", 0);
+    let good = h.read_all(&q).await;
+    let listed = h.store.list("segments").await.unwrap();
+    let path = Path::from(listed[0].key.as_str());
+    let mut bytes = inner
+        .get(&path)
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap()
+        .to_vec();
+    // Flip one byte inside the third record's body.
+    let offset = crate::format::HEADER_LEN + good[0].len() + good[1].len() + good[2].len() - 30;
+    bytes[offset] ^= 0x20;
+    inner.put(&path, PutPayload::from(bytes)).await.unwrap();
+    h.cache.clear();
+    let e = h
+        .reader
+        .read(&q, QueueOffset(0), 32, usize::MAX, &|_| true)
+        .await
+        .unwrap_err();
+    assert!(matches!(e, SegmentError::Corrupt { .. }), "{e}");
+    // Records before the damage still read.
+    let b = h
+        .reader
+        .read(&q, QueueOffset(0), 2, usize::MAX, &|_| true)
+        .await
+        .unwrap();
+    assert_eq!(b.messages, good[..2].to_vec());
+}
+
+#[tokio::test]
+async fn a_restarted_node_serves_every_committed_message_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let objects = dir.path().join("objects");
+    std::fs::create_dir_all(&objects).unwrap();
+    let meta_url = format!("embedded://{}", dir.path().join("meta.db").display());
+    let fs = || -> Arc<dyn ObjectStore> {
+        Arc::new(LocalFileSystem::new_with_prefix(&objects).unwrap())
+    };
+
+    let (before, tickets) = {
+        let h = Harness::with(
+            manual_config(),
+            fs(),
+            stratus_meta::open(&meta_url).await.unwrap(),
+        )
+        .await;
+        h.open(1).await;
+        let tickets = fill(&h, 3, 7).await;
+        let t = h
+            .writer
+            .append(ShardId(1), vec![msg("U", 2, "other-shard")])
+            .unwrap();
+        h.writer.shutdown().await.unwrap();
+        t.durable().await.unwrap();
+        let before = (
+            h.read_all(&key(0, "T", 0)).await,
+            h.read_all(&key(1, "U", 2)).await,
+        );
+        h.meta.close().await;
+        (before, tickets)
+    };
+
+    let h = Harness::with(
+        manual_config(),
+        fs(),
+        stratus_meta::open(&meta_url).await.unwrap(),
+    )
+    .await;
+    h.open(0).await;
+    h.open(1).await;
+    let after = (
+        h.read_all(&key(0, "T", 0)).await,
+        h.read_all(&key(1, "U", 2)).await,
+    );
+    assert_eq!(after.0.len(), 21);
+    assert_eq!(after, before);
+    for t in &tickets {
+        assert!(
+            h.reader
+                .read_by_handle(t.handles[0])
+                .await
+                .unwrap()
+                .is_some()
+        );
+    }
+    // Appends continue where the old node stopped.
+    let t = h
+        .writer
+        .append(ShardId(0), vec![msg("T", 0, "new")])
+        .unwrap();
+    assert_eq!(t.first_offset, QueueOffset(21));
+    let (_, last_local) = handle::decode(tickets[20].handles[0]).unwrap();
+    let (_, new_local) = handle::decode(t.handles[0]).unwrap();
+    assert_eq!(new_local, last_local + after.0[20].len() as u64);
+    h.writer.flush().await.unwrap();
+    t.durable().await.unwrap();
+    assert_eq!(h.read_all(&key(0, "T", 0)).await.len(), 22);
+}

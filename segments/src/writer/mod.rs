@@ -2,7 +2,7 @@
 //!
 //! [`Writer::append`] is synchronous and non-blocking: callers invoke it in request arrival
 //! order; under one short lock it assigns queue offsets and commit-log handles and adds the
-//! encoded records to the open buffer. A flusher task ([`flusher`]) seals the buffer on size
+//! encoded records to the open buffer. A flusher task (`flusher.rs`) seals the buffer on size
 //! or linger, uploads it as one object (parallel uploads, bounded), commits every section in
 //! meta strictly in seal order, then fills the caches, advances [`QueueHeads`] and resolves
 //! the [`AppendTicket`]s of that segment.
@@ -384,6 +384,9 @@ impl Writer {
     ) -> Result<AppendTicket, SegmentError> {
         let inner = &self.inner;
         let now = inner.clock.now_ms();
+        if messages.is_empty() {
+            return self.empty_ticket(shard, now);
+        }
         let queue_id = messages.first().map_or(QueueId(0), |m| m.queue_id);
         // Encode outside the lock with placeholder offsets; they are patched in below.
         let mut encoded = Vec::with_capacity(messages.len());
@@ -501,6 +504,27 @@ impl Writer {
         })
     }
 
+    /// A ticket for an append of nothing: resolved at once if the shard accepts appends.
+    fn empty_ticket(&self, shard: ShardId, now: i64) -> Result<AppendTicket, SegmentError> {
+        let st = self.inner.state.lock();
+        if st.closing {
+            return Err(SegmentError::ShuttingDown);
+        }
+        let sw = st.shards.get(&shard).ok_or(SegmentError::NotOwned(shard))?;
+        sw.status.clone()?;
+        let (_, outcome) = watch::channel(Some(Ok(())));
+        Ok(AppendTicket {
+            shard,
+            queue_id: QueueId(0),
+            first_offset: QueueOffset(0),
+            handles: Vec::new(),
+            store_timestamp: now,
+            outcome,
+            timeout: self.inner.config.durable_timeout,
+            clock: self.inner.clock.clone(),
+        })
+    }
+
     /// Seals the open buffer now and waits until everything appended before the call is
     /// durable or failed.
     ///
@@ -548,5 +572,7 @@ impl Writer {
     }
 }
 
+#[cfg(test)]
+mod flaky_meta;
 #[cfg(test)]
 mod tests;

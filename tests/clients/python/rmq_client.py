@@ -7,6 +7,7 @@ $HOME/logs/rocketmq-cpp/); run.sh does that. It always leaves through os._exit,
 because the C++ destructors can block.
 """
 import argparse
+import ctypes
 import json
 import os
 import sys
@@ -206,16 +207,31 @@ class Receiver:
             return len(self.seen)
 
 
+# rocketmq::ConsumeFromWhere values of the C++ core (include/ConsumeType.h).
+CONSUME_FROM_LAST_OFFSET = 0
+CONSUME_FROM_FIRST_OFFSET = 4
+_SET_FROM_WHERE = "_ZN8rocketmq21DefaultMQPushConsumer19setConsumeFromWhereENS_16ConsumeFromWhereE"
+
+
+def set_consume_from_where(consumer, where):
+    """The C API has no setter (CreatePushConsumer fixes LAST_OFFSET), but its consumer
+    handle is the C++ DefaultMQPushConsumer itself, whose setter the library exports."""
+    from rocketmq.ffi import dll
+    fn = getattr(dll, _SET_FROM_WHERE, None)
+    if fn is None:
+        raise RuntimeError("librocketmq.so does not export DefaultMQPushConsumer::setConsumeFromWhere")
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    fn.restype = None
+    fn(consumer._handle, where)
+
+
 def consume(a):
-    if a.from_where == "last":
-        # The C API has no consume-from-where setter; the C++ default is LAST_OFFSET,
-        # which a new group on the Apache broker turns into offset 0 while the queue's
-        # first message is still in memory.
-        print("warning: the C++ client cannot set consume-from-where; using its default", file=sys.stderr)
     model = MessageModel.BROADCASTING if a.model == "broadcasting" else MessageModel.CLUSTERING
     consumer = PushConsumer(a.group, message_model=model)
     consumer.set_namesrv_addr(a.namesrv)
     consumer.set_instance_name("stratus-%d" % os.getpid())
+    set_consume_from_where(consumer, CONSUME_FROM_FIRST_OFFSET if a.from_where == "first"
+                           else CONSUME_FROM_LAST_OFFSET)
     rx = Receiver(a.expect)
     consumer.subscribe(a.topic, rx.accept, expression=a.expr)
     consumer.start()
