@@ -308,10 +308,12 @@ impl Settings {
         if let Some(f) = file {
             fig = fig.merge(Toml::file_exact(f));
         }
+        // Only `STRATUS_<SECTION>__<KEY>` variables are settings; other `STRATUS_*`
+        // variables (log format, test switches) are not.
         fig = fig.merge(
             Env::prefixed("STRATUS_")
-                .split("__")
-                .ignore(&["LOG_FORMAT"]),
+                .filter(|k| k.as_str().contains("__"))
+                .split("__"),
         );
         let settings: Settings = fig.extract().map_err(Box::new)?;
         settings.validate()?;
@@ -454,6 +456,19 @@ mod tests {
         std::fs::write(&f, "[node]\nshardz = 3\n").unwrap();
         let err = Settings::load(Some(&f)).unwrap_err().to_string();
         assert!(err.contains("shardz"), "{err}");
+    }
+
+    #[test]
+    fn environment_overrides_the_file_and_other_variables_are_ignored() {
+        figment::Jail::expect_with(|jail| {
+            jail.create_file("s.toml", "[node]\nshards = 2\n")?;
+            jail.set_env("STRATUS_NODE__SHARDS", "3");
+            jail.set_env("STRATUS_LOG_FORMAT", "json");
+            jail.set_env("STRATUS_REQUIRE_CLIENTS", "1");
+            let s = Settings::load(Some(Path::new("s.toml"))).expect("loads");
+            assert_eq!(s.node.shards, 3);
+            Ok(())
+        });
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use stratus_meta::{MetaError, NodeId, ShardId};
+use stratus_segments::writer::ShardStatus;
 use tracing::{error, info, warn};
 
 use crate::app::{Broker, renew_interval};
@@ -68,7 +69,7 @@ pub(crate) async fn keep(broker: Arc<Broker>) {
                 .renew_shard(shard, &node(&broker), epoch, now, ttl_ms(&broker))
                 .await
             {
-                Ok(_) => {}
+                Ok(_) => reopen_if_failed(&broker, shard, epoch).await,
                 Err(MetaError::Fenced { .. }) => {
                     error!(%shard, epoch = epoch.0, "lease lost; shard stops here");
                     broker.shards.remove(shard);
@@ -87,6 +88,18 @@ pub(crate) async fn keep(broker: Arc<Broker>) {
                     warn!(shard = %lease.shard, error = %e, "cannot take free shard");
                 }
             }
+        }
+    }
+}
+
+/// A shard whose segment commit failed (upload or meta error after retries) accepts no
+/// appends until it is re-opened from meta's state: do that once the lease is confirmed.
+async fn reopen_if_failed(broker: &Arc<Broker>, shard: ShardId, epoch: stratus_meta::Epoch) {
+    if let Some(ShardStatus::Failed(e)) = broker.writer.shard_status(shard) {
+        warn!(%shard, error = %e, "re-opening shard after a failed commit");
+        match broker.meta.shard_state(shard).await {
+            Ok(state) => broker.writer.open_shard(shard, epoch, state),
+            Err(e) => warn!(%shard, error = %e, "cannot load shard state; will retry"),
         }
     }
 }

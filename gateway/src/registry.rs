@@ -264,7 +264,13 @@ fn remove_consumer(st: &mut State, group: &str, channel_id: u64) {
 }
 
 /// Sends NOTIFY_CONSUMER_IDS_CHANGED to every member (one-way, never blocks).
+/// Broadcasting groups are not notified (`ConsumerManager#registerConsumer` only notifies
+/// clustering groups): every member consumes every queue anyway, and a needless rebalance
+/// makes some clients drop in-flight messages.
 fn notify(group: &str, info: &ConsumerGroupInfo) {
+    if info.message_model == MessageModel::Broadcasting {
+        return;
+    }
     for m in info.members.values() {
         m.channel.notify_consumer_ids_changed(group);
     }
@@ -326,6 +332,19 @@ mod tests {
             n.code,
             stratus_compat::RequestCode::NotifyConsumerIdsChanged.to_i32()
         );
+    }
+
+    #[test]
+    fn broadcasting_groups_are_not_notified() {
+        let reg = Registry::default();
+        let (a, mut rx_a) = channel(1);
+        let (b, _rx_b) = channel(2);
+        let mut data = consumer("bg", &[("T", "*")]);
+        data.message_model = MessageModel::Broadcasting;
+        assert!(reg.register_consumer(&a, "a", &data, 0));
+        assert!(reg.register_consumer(&b, "b", &data, 0));
+        assert!(rx_a.try_recv().is_err());
+        assert_eq!(reg.consumer_ids("bg"), vec!["a".to_owned(), "b".to_owned()]);
     }
 
     #[test]

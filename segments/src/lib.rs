@@ -8,7 +8,7 @@
 //! readers ([`heads::QueueHeads`]). Reads ([`reader::Reader`]) come from the tail cache
 //! (recent segments kept whole in memory), the block cache, or ranged GETs.
 //!
-//! Modules: [`format`](mod@format) (object layout, builder, footers; see `FORMAT.md`),
+//! Modules: [`format`](mod@format) (object layout, builder, footers; see `docs/segment-format.md`),
 //! [`writer`] (offsets, group commit, upload, ordered meta commits), [`reader`] (pulls, lookups by
 //! handle and time), [`store`] (object store calls with retries; fault-injecting wrapper),
 //! [`cache`] (tail, footer and block caches, recent index), [`heads`] (visible offsets and

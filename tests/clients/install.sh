@@ -33,7 +33,7 @@ build_java() { # java49|java5
     return 0
   fi
   log "building $d (Maven)"
-  (cd "$here/$d" && mvn -B -q -ntp package)
+  (cd "$here/$d" && mvn -B -q -ntp -Dstyle.color=never package)
   touch "$jar"
 }
 

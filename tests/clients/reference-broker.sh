@@ -68,7 +68,7 @@ storePathCommitLog=$dir/store/commitlog
 mappedFileSizeCommitLog=134217728
 enablePropertyFilter=true
 CONF
-  local jopts=(-Xms"$HEAP" -Xmx"$HEAP" -XX:+UseG1GC -Duser.home="$dir/home" -Drocketmq.home.dir="$dir/home" -Dlogback.configurationFile=none)
+  local jopts=(-Xms"$HEAP" -Xmx"$HEAP" -XX:+UseG1GC -Duser.home="$dir/home" -Drocketmq.home.dir="$dir/home")
   export ROCKETMQ_HOME="$dir/home"
   if ! wait_port "$NAMESRV_PORT" 0; then
     nohup java "${jopts[@]}" -cp "$dir/lib/*" org.apache.rocketmq.namesrv.NamesrvStartup \

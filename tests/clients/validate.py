@@ -171,31 +171,42 @@ def produce_all(a, topic, run_id, modes=MODES, n=N):
     return ok
 
 
-def verdict(name, bad, detail, known=None):
-    if not bad:
-        report("PASS", name, detail)
-    elif known:
-        report("KNOWN", name, detail + "; " + known + "; " + "; ".join(bad[:3]))
-    else:
+def verdict(name, bad, detail):
+    if bad:
         report("FAIL", name, detail + "; " + "; ".join(bad[:4]))
+    else:
+        report("PASS", name, detail)
 
 
-def known_batch_issue(a):
-    if a.producer == "cpp":
-        return "C++ 1.x batches are stored as one opaque message by the Apache broker (batch=\"1\" is not parsed as true)"
-    return None
+CPP_BATCH_NOTE = ("C++ 1.x batch messages are missing: the Apache broker stores each C++ batch as one "
+                  "opaque message without keys (the client sends batch=\"1\", which is not parsed as true)")
+
+
+def judge(a, name, recvs, want, topic, extra_bad=(), allow_extra_tags=()):
+    bad, detail, got = check_recv(name, recvs, want, topic, allow_extra_tags)
+    bad = bad + list(extra_bad)
+    if bad and a.producer == "cpp":
+        # Judge again without the batch keys and the opaque batch containers.
+        want2 = {k: v for k, v in want.items() if not k.startswith("b")}
+        recvs2 = [r for r in recvs if r.get("keys")]
+        bad2, detail2, _ = check_recv(name, recvs2, want2, topic, allow_extra_tags)
+        bad2 = bad2 + [b for b in extra_bad if "rc=2" not in b]
+        if not bad2:
+            report("KNOWN", name, detail + "; " + CPP_BATCH_NOTE)
+            return got
+    verdict(name, bad, detail)
+    return got
 
 
 def scenario_pull(a, topic, run_id, want):
     p, rc = run(a.consumer, ["pull", "--namesrv", a.namesrv, "--topic", topic, "--group", "PULL_" + run_id,
                              "--expr", "*", "--expect", str(len(want)), "--timeout-secs", "40"], 60)
-    bad, detail, _ = check_recv("pull", p.of("recv"), want, topic)
     if p.of("unsupported"):
         report("KNOWN", "pull %s" % a.consumer, "unsupported: %s" % p.of("unsupported")[0])
         return
-    if rc not in (0, 2):
-        bad.append("rc=%s %s" % (rc, " ".join(p.err[-3:])))
-    verdict("pull %s <- %s" % (a.consumer, a.producer), bad, detail + " rc=%s" % rc, known_batch_issue(a))
+    # rc 2 is fine when every key arrived but batch messages share a msgId (see README).
+    extra = [] if rc in (0, 2) else ["rc=%s %s" % (rc, " ".join(p.err[-3:]))]
+    judge(a, "pull %s <- %s" % (a.consumer, a.producer), p.of("recv"), want, topic, extra)
 
 
 def consumer_args(a, topic, group, model, expr, expect, idle, timeout):
@@ -206,12 +217,11 @@ def consumer_args(a, topic, group, model, expr, expect, idle, timeout):
 
 def scenario_tags(a, topic, run_id, want):
     sub = {k: v for k, v in want.items() if v[0] in ("TagA", "TagB")}
-    p, rc = run(a.consumer, consumer_args(a, topic, "TAGS_" + run_id, "clustering", "TagA || TagB",
+    p, rc = run(a.consumer, consumer_args(a, topic, "TAGS_" + run_id, "clustering", a.tag_expr,
                                           len(sub), 8, 60), 80)
-    bad, detail, _ = check_recv("tags", p.of("recv"), sub, topic, allow_extra_tags=("TagC",))
-    if rc != 0:
-        bad.append("rc=%s %s" % (rc, " ".join(p.err[-3:])))
-    verdict("tags 'TagA || TagB' %s <- %s" % (a.consumer, a.producer), bad, detail, known_batch_issue(a))
+    extra = [] if rc == 0 else ["rc=%s %s" % (rc, " ".join(p.err[-3:]))]
+    judge(a, "tags '%s' %s <- %s" % (a.tag_expr, a.consumer, a.producer), p.of("recv"), sub, topic, extra,
+          allow_extra_tags=("TagC",))
 
 
 def scenario_broadcast(a, topic, run_id, want):
@@ -220,10 +230,8 @@ def scenario_broadcast(a, topic, run_id, want):
              for _ in range(2)]
     rcs = [p.wait() for p in procs]
     for idx, (p, rc) in enumerate(zip(procs, rcs)):
-        bad, detail, _ = check_recv("broadcast", p.of("recv"), want, topic)
-        if rc != 0:
-            bad.append("rc=%s %s" % (rc, " ".join(p.err[-3:])))
-        verdict("broadcast #%d %s <- %s" % (idx + 1, a.consumer, a.producer), bad, detail, known_batch_issue(a))
+        extra = [] if rc == 0 else ["rc=%s %s" % (rc, " ".join(p.err[-3:]))]
+        judge(a, "broadcast #%d %s <- %s" % (idx + 1, a.consumer, a.producer), p.of("recv"), want, topic, extra)
 
 
 def scenario_cluster(a, run_id):
@@ -263,12 +271,16 @@ def scenario_cluster(a, run_id):
 
 def scenario_big(a, run_id):
     topic = "VBIG_" + run_id
+    # Create the topic with a small message first: the C++ 1.x client's first send of a
+    # 1 MiB body to a topic that does not exist yet often fails with "No route info".
+    warm = [("sync", "TagA", "x", 64)]
     modes = [("sync", "TagA", "g", 1048576)]
-    if not produce_all(a, topic, run_id, modes, 2):
+    if not produce_all(a, topic, run_id, warm, 1) or not produce_all(a, topic, run_id, modes, 2):
         return
-    want = expected_keys(run_id, modes, 2)
+    want = expected_keys(run_id, warm, 1)
+    want.update(expected_keys(run_id, modes, 2))
     p, rc = run(a.consumer, ["pull", "--namesrv", a.namesrv, "--topic", topic, "--group", "BIG_" + run_id,
-                             "--expr", "*", "--expect", "2", "--timeout-secs", "40"], 60)
+                             "--expr", "*", "--expect", "3", "--timeout-secs", "40"], 60)
     bad, detail, _ = check_recv("big", p.of("recv"), want, topic)
     if rc != 0:
         bad.append("rc=%s" % rc)
@@ -283,6 +295,7 @@ def main():
     ap.add_argument("--scenario", default="all",
                     help="comma list of produce,pull,tags,broadcast,cluster,big or all")
     ap.add_argument("--run-id", default=None)
+    ap.add_argument("--tag-expr", default="TagA || TagB", help="expression selecting TagA and TagB")
     ap.add_argument("--settle", type=float, default=15.0, help="seconds for a 2-member group to rebalance")
     a = ap.parse_args()
     a.consumer = a.consumer or a.producer

@@ -195,21 +195,27 @@ impl Drop for Node {
 /// The real RocketMQ client programs (see `tests/clients/README.md`).
 pub const CLIENTS: [&str; 5] = ["java49", "java5", "go", "cpp", "rust"];
 
-/// Whether a client program is installed (its `run.sh` target was built).
+/// Whether a client program is installed (what `tests/clients/install.sh` builds).
 pub fn client_installed(client: &str) -> bool {
-    Command::new(workspace_root().join("tests/clients/run.sh"))
-        .args([client, "--check"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false)
+    let dir = workspace_root().join("tests/clients");
+    let artifact = match client {
+        "java49" | "java5" => dir
+            .join(client)
+            .join(format!("target/rmq-client-{client}-1.jar")),
+        "go" => dir.join("go/bin/rmq-client-go"),
+        "cpp" => dir.join("python/.venv/bin/python"),
+        "rust" => dir.join("rust/target/debug/rmq-client"),
+        _ => return false,
+    };
+    artifact.exists()
 }
 
 /// True when CI demands every client (`STRATUS_REQUIRE_CLIENTS=1`).
 pub fn clients_required() -> bool {
     std::env::var("STRATUS_REQUIRE_CLIENTS").is_ok_and(|v| v == "1")
 }
+
+static NEXT_RUN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// A client program run in the background, its stdout parsed line by line.
 #[derive(Debug)]
@@ -228,11 +234,17 @@ impl ClientRun {
         use std::io::BufRead;
         std::fs::create_dir_all(scratch)?;
         let what = format!("{client} {}", args.join(" "));
-        let stderr_path = scratch.join(format!("{client}-{}.stderr", free_port()));
+        // Each run gets its own home and client state (local offset stores, logs), as two
+        // processes on two hosts would.
+        let run_id = NEXT_RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let state = scratch.join(format!("{client}-{}-{run_id}", std::process::id()));
+        std::fs::create_dir_all(&state)?;
+        let stderr_path = state.join("stderr.log");
         let mut child = Command::new(workspace_root().join("tests/clients/run.sh"))
             .arg(client)
             .args(args)
-            .env("HOME", scratch)
+            .env("HOME", &state)
+            .env("STRATUS_CLIENT_STATE", &state)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&stderr_path)?)
@@ -241,13 +253,16 @@ impl ClientRun {
         let stdout = child.stdout.take().context("stdout")?;
         let events = Arc::new(Mutex::new(Vec::new()));
         let ev = events.clone();
+        let mut transcript = std::fs::File::create(state.join("stdout.jsonl"))?;
         let reader = std::thread::Builder::new()
             .name(format!("{client}-out"))
             .spawn(move || {
+                use std::io::Write;
                 for line in std::io::BufReader::new(stdout)
                     .lines()
                     .map_while(Result::ok)
                 {
+                    let _ = writeln!(transcript, "{line}");
                     if let Ok(v) = serde_json::from_str::<Value>(line.trim()) {
                         ev.lock().expect("events lock").push(v);
                     }

@@ -106,6 +106,18 @@ lenient_enum!(
     }
 );
 
+/// A list of integers given as numbers or numeric strings; anything else is skipped.
+fn lenient_i64_vec<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<i64>, D::Error> {
+    let v = Option::<Vec<serde_json::Value>>::deserialize(d)?.unwrap_or_default();
+    Ok(v.iter()
+        .filter_map(|x| match x {
+            serde_json::Value::Number(n) => n.as_i64(),
+            serde_json::Value::String(s) => s.trim().parse().ok(),
+            _ => None,
+        })
+        .collect())
+}
+
 fn lenient_i64<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
     let v = serde_json::Value::deserialize(d)?;
     match &v {
@@ -202,8 +214,8 @@ pub struct SubscriptionData {
     /// Tags as sent (not trusted; recomputed from `sub_string`).
     #[serde(default, deserialize_with = "null_as_default")]
     pub tags_set: Vec<String>,
-    /// Codes as sent (not trusted).
-    #[serde(default, deserialize_with = "null_as_default")]
+    /// Codes as sent (not trusted; Go sends them as strings, C++ as zeros).
+    #[serde(default, deserialize_with = "lenient_i64_vec")]
     pub code_set: Vec<i64>,
     /// Version (ms timestamp); C++ sends a string.
     #[serde(default, deserialize_with = "lenient_i64")]
@@ -299,4 +311,21 @@ pub struct CheckClientConfigBody {
     /// The subscription to check.
     #[serde(default)]
     pub subscription_data: Option<SubscriptionData>,
+}
+
+#[cfg(test)]
+mod lenient_tests {
+    use super::*;
+
+    #[test]
+    fn go_heartbeat_with_string_codes_decodes() {
+        let body = br#"{"clientID":"127.0.0.1@1","producerDataSet":[],"consumerDataSet":[{"groupName":"CG","consumeType":"CONSUME_PASSIVELY","messageModel":"Clustering","consumeFromWhere":"CONSUME_FROM_FIRST_OFFSET","subscriptionDataSet":[{"classFilterMode":false,"topic":"T","subString":"TagA || TagB","tagsSet":["TagA","TagB"],"codeSet":["2598919","2598920"],"subVersion":1,"expressionType":"TAG"}],"unitMode":false}]}"#;
+        let hb: HeartbeatData = decode_json_body(body).unwrap();
+        let sub = &hb.consumer_data_set[0].subscription_data_set[0];
+        assert_eq!(sub.code_set, vec![2_598_919, 2_598_920]);
+        assert_eq!(
+            hb.consumer_data_set[0].message_model,
+            MessageModel::Clustering
+        );
+    }
 }

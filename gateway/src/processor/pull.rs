@@ -123,6 +123,16 @@ pub(crate) async fn handle(
             .await?;
         }
     }
+    tracing::debug!(
+        group = %h.consumer_group,
+        topic = %h.topic,
+        queue = h.queue_id,
+        offset = h.queue_offset,
+        status = attempt.status,
+        next = attempt.next,
+        bytes = attempt.body.as_ref().map_or(0, BytesMut::len),
+        "pull answered"
+    );
     let mut resp = respond(attempt.code, attempt.status);
     PullMessageResponseHeader {
         suggest_which_broker_id: 0,

@@ -289,7 +289,12 @@ fn object_error(op: &'static str, key: &str, e: object_store::Error) -> SegmentE
 
 /// True when `e` says the object does not exist.
 pub fn is_not_found(e: &SegmentError) -> bool {
-    matches!(e, SegmentError::ObjectStore { source, .. } if matches!(**source, object_store::Error::NotFound { .. }))
+    match e {
+        SegmentError::ObjectStore { source, .. } => {
+            matches!(**source, object_store::Error::NotFound { .. })
+        }
+        _ => false,
+    }
 }
 
 #[cfg(test)]

@@ -68,9 +68,13 @@ async fn existing_key_with_other_bytes_is_an_error_and_is_not_overwritten() {
         .put_create("k", Bytes::from_static(b"mine"))
         .await
         .unwrap_err();
-    assert!(
-        matches!(&e, SegmentError::ObjectStore { source, .. } if matches!(**source, object_store::Error::AlreadyExists { .. }))
-    );
+    let SegmentError::ObjectStore { source, .. } = &e else {
+        panic!("{e}")
+    };
+    assert!(matches!(
+        **source,
+        object_store::Error::AlreadyExists { .. }
+    ));
     assert_eq!(faults.puts(), 2, "AlreadyExists is never retried");
     assert_eq!(s.get("k").await.unwrap(), Bytes::from_static(b"theirs"));
 }

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rocketmq_client_rust::{
-    ClientRuntime, ClientRuntimeConfig, ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus,
+    ClientConfig, ClientRuntime, ClientRuntimeConfig, ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus,
     DefaultLitePullConsumer, DefaultMQProducer, DefaultMQPushConsumer, MQPushConsumer, MessageListenerConcurrently,
 };
 use rocketmq_model::common::consumer::consume_from_where::ConsumeFromWhere;
@@ -447,7 +447,13 @@ async fn consume(runtime: Arc<ClientRuntime>, a: &Args) -> i32 {
     };
     let idle: u64 = a.num("idle-exit-secs", Some("0"));
 
+    // A distinct instance name per process: the client only makes it unique itself in
+    // clustering mode, and two broadcasting consumers with one client id would share the
+    // local offset file ($HOME/.rocketmq_offsets/<clientId>/<group>).
+    let mut client_config = ClientConfig::default();
+    client_config.set_instance_name(format!("stratus-{}", std::process::id()).into());
     let mut consumer = DefaultMQPushConsumer::builder(runtime)
+        .client_config(client_config)
         .consumer_group(group)
         .name_server_addr(namesrv)
         .message_model(model)
@@ -490,6 +496,7 @@ async fn pull(runtime: Arc<ClientRuntime>, a: &Args) -> i32 {
         1
     };
     let consumer: DefaultLitePullConsumer = match DefaultLitePullConsumer::builder(runtime)
+        .instance_name(format!("stratus-{}", std::process::id()))
         .consumer_group(group)
         .name_server_addr(namesrv)
         .auto_commit(false)

@@ -134,6 +134,8 @@ public final class RmqClient {
             rc = 64;
         } catch (Throwable t) {
             emit("{\"event\":\"error\",\"seq\":-1,\"error\":" + q(errText(t)) + "}");
+            emit(args[0].equals("produce") ? "{\"event\":\"done\",\"sent\":0,\"errors\":1}"
+                : "{\"event\":\"done\",\"received\":0}");
             t.printStackTrace();
             rc = 1;
         }
