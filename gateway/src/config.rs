@@ -459,6 +459,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::result_large_err)] // figment's Jail API returns its own large error
     fn environment_overrides_the_file_and_other_variables_are_ignored() {
         figment::Jail::expect_with(|jail| {
             jail.create_file("s.toml", "[node]\nshards = 2\n")?;

@@ -48,6 +48,7 @@ fn require(client: &str) -> bool {
     false
 }
 
+#[allow(clippy::too_many_arguments)] // one flat call per send kind reads best in the flow
 fn produce(
     client: &str,
     node: &Node,
@@ -191,6 +192,7 @@ fn wait_for_members(node: &Node, group: &str, n: usize) {
     });
 }
 
+#[allow(clippy::too_many_arguments)] // mirrors the client CLI flags one to one
 fn consumer(
     client: &str,
     node: &Node,
@@ -491,8 +493,11 @@ fn flow(client: &str, restart_with_kill9: bool) {
         "clustering",
         "--expr",
         "*",
+        // Sends that failed on the client may still have been stored (the node died after
+        // committing, before answering), so the consumer cannot stop at the acknowledged
+        // count: it reads until the topic goes quiet.
         "--expect",
-        &rsent.by_id.len().to_string(),
+        "100000",
         "--timeout-secs",
         "150",
         "--from",
