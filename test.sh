@@ -23,8 +23,15 @@ fi
 step "build the stratus binary"
 cargo build --locked -p stratus-gateway --bin stratus
 
-step "cargo test (unit, protocol and end-to-end suites)"
-cargo test --workspace --all-features --locked -- --test-threads="${STRATUS_TEST_THREADS:-2}"
+results=$(mktemp)
+trap 'rm -f "$results"' EXIT
 
 step "cargo test --doc"
-cargo test --workspace --doc --locked
+cargo test --workspace --doc --locked 2>&1 | tee -a "$results"
+
+step "cargo test (unit, protocol and end-to-end suites)"
+cargo test --workspace --all-features --locked -- --test-threads="${STRATUS_TEST_THREADS:-2}" 2>&1 | tee -a "$results"
+
+# One closing line over every test binary.
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
+     END { printf "\ntests: %d passed, %d failed\n", p, f }' "$results"

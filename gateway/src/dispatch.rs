@@ -26,7 +26,6 @@ pub(crate) fn handle(
     in_flight: &Arc<Semaphore>,
     tasks: &TaskTracker,
 ) {
-    channel.observe(cmd.language, cmd.version);
     let reply = Reply {
         opaque: cmd.opaque,
         oneway: cmd.is_oneway(),

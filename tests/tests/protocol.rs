@@ -847,3 +847,46 @@ async fn without_auto_create_unknown_topics_do_not_exist_until_created() {
         ResponseCode::InvalidParameter.to_i32()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_client_config_accepts_tags_and_refuses_sql92_like_a_broker_without_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = Node::start(dir.path()).unwrap();
+    let b = connect(node.broker).await;
+    let check = |kind: &str, expr: &str| {
+        let mut cmd = req(RequestCode::CheckClientConfig);
+        cmd.body = Bytes::from(format!(
+            r#"{{"clientId":"c1","group":"g","subscriptionData":{{"topic":"T","subString":"{expr}","expressionType":"{kind}","subVersion":1}}}}"#
+        ));
+        cmd
+    };
+    assert_eq!(
+        b.invoke(check("TAG", "TagA || TagB"), T)
+            .await
+            .unwrap()
+            .code,
+        0
+    );
+    let r = b.invoke(check("SQL92", "a > 1"), T).await.unwrap();
+    assert_eq!(r.code, ResponseCode::SystemError.to_i32());
+    assert!(r.remark.unwrap_or_default().contains("SQL92"));
+    // A pull with an SQL92 subscription gets the same answer.
+    let mut cmd = req(RequestCode::PullMessage);
+    let mut h = pull_header("T", 0, 0, "a > 1", 0);
+    h.expression_type = Some("SQL92".into());
+    h.write_to(&mut cmd);
+    assert_eq!(route(&b, "T").await.code, 0);
+    assert_eq!(
+        b.invoke(cmd, T).await.unwrap().code,
+        ResponseCode::SystemError.to_i32()
+    );
+    // A pull for a group that never sent a heartbeat and carries no subscription.
+    let mut cmd = req(RequestCode::PullMessage);
+    let mut h = pull_header("T", 0, 0, "*", 0);
+    h.sys_flag = 0;
+    h.write_to(&mut cmd);
+    assert_eq!(
+        b.invoke(cmd, T).await.unwrap().code,
+        ResponseCode::SubscriptionNotExist.to_i32()
+    );
+}

@@ -8,8 +8,6 @@ pub(crate) mod listener;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicI32, Ordering};
 
-use parking_lot::Mutex;
-use stratus_compat::code::LanguageCode;
 use stratus_compat::command::{FLAG_ONEWAY, RemotingCommand};
 use stratus_compat::request::heartbeat::ConsumerGroupHeader;
 use stratus_compat::{RequestCode, SerializeType};
@@ -27,8 +25,6 @@ pub(crate) struct Channel {
     tx: mpsc::Sender<RemotingCommand>,
     /// Opaque counter for server→client requests.
     next_opaque: AtomicI32,
-    /// Language and version of the client, from its requests.
-    client: Mutex<(LanguageCode, i32)>,
     /// Cancelled when the connection closes.
     pub(crate) closed: CancellationToken,
 }
@@ -40,14 +36,8 @@ impl Channel {
             peer,
             tx,
             next_opaque: AtomicI32::new(1),
-            client: Mutex::new((LanguageCode::Other, 0)),
             closed: CancellationToken::new(),
         }
-    }
-
-    /// Records the language/version of the client (from each request).
-    pub(crate) fn observe(&self, language: LanguageCode, version: i32) {
-        *self.client.lock() = (language, version);
     }
 
     /// Queues a response; waits while the writer queue is full (backpressure).
