@@ -36,6 +36,7 @@ pub(crate) struct Broker {
     pub(crate) topics: TopicTable,
     pub(crate) registry: Registry,
     pub(crate) shards: OwnedShards,
+    pub(crate) transactions: crate::transaction::Transactions,
     /// Address published in routes.
     pub(crate) advertised: String,
     /// The same as a socket address (STOREHOST of records, offset message ids).
@@ -149,6 +150,7 @@ impl App {
             topics,
             registry: Registry::default(),
             shards: OwnedShards::default(),
+            transactions: crate::transaction::Transactions::default(),
             advertised,
             store_host,
             cancel,
@@ -197,6 +199,9 @@ impl App {
         broker
             .tracker
             .spawn(crate::housekeeping::run(broker.clone()));
+        broker
+            .tracker
+            .spawn(crate::transaction::run_checker(broker.clone()));
         shutdown.await;
         info!("shutting down");
         let grace = broker.settings.node.shutdown_grace;

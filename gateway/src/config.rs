@@ -86,6 +86,37 @@ pub struct Settings {
     pub meta: MetaSettings,
     /// Connection limits.
     pub limits: LimitSettings,
+    /// Transactional messages: check-back timing.
+    pub transaction: TransactionSettings,
+}
+
+/// Transactional messages (`BrokerConfig` transaction settings).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct TransactionSettings {
+    /// A half message not ended within this time is checked back (`transactionTimeOut`);
+    /// the message's CHECK_IMMUNITY_TIME_IN_SECONDS can only lengthen it.
+    #[serde(with = "humantime_serde")]
+    pub timeout: Duration,
+    /// How often pending half messages are checked (`transactionCheckInterval`).
+    #[serde(with = "humantime_serde")]
+    pub check_interval: Duration,
+    /// Check-backs per half message before it is given up (`transactionCheckMax`).
+    pub max_checks: i32,
+    /// After the last check: discard the half message (true), or keep it pending and stop
+    /// checking (false). Either way it is logged.
+    pub discard_after_max_checks: bool,
+}
+
+impl Default for TransactionSettings {
+    fn default() -> Self {
+        Self {
+            timeout: Duration::from_secs(6),
+            check_interval: Duration::from_secs(30),
+            max_checks: 15,
+            discard_after_max_checks: true,
+        }
+    }
 }
 
 /// Identity of this node.
@@ -356,6 +387,12 @@ impl Settings {
                 "broker.max_message_size",
                 "must be between 1 byte and 15 MiB",
             );
+        }
+        if self.transaction.max_checks < 1 {
+            return bad("transaction.max_checks", "must be at least 1");
+        }
+        if self.transaction.check_interval.is_zero() {
+            return bad("transaction.check_interval", "must be positive");
         }
         if self.storage.upload_concurrency == 0 {
             return bad("storage.upload_concurrency", "must be at least 1");

@@ -37,6 +37,7 @@ pub(crate) fn handle(
     };
     let code = RequestCode::from_i32(cmd.code);
     let span = debug_span!("req", code = %code, opaque = cmd.opaque);
+    tracing::trace!(parent: &span, "request");
     let Ok(permit) = in_flight.clone().try_acquire_owned() else {
         let ch = channel.clone();
         let err =
@@ -53,6 +54,20 @@ pub(crate) fn handle(
                 async move {
                     let res = processor::send::complete(&broker, prepared, cmd).await;
                     reply.send(&ch, res).await;
+                    drop(permit);
+                }
+                .instrument(span),
+            );
+        }
+        RequestCode::EndTransaction => {
+            tasks.spawn(
+                async move {
+                    // The reference answers nothing for "still unknown".
+                    match crate::transaction::end(&broker, &cmd).await {
+                        Ok(None) => {}
+                        Ok(Some(r)) => reply.send(&ch, Ok(r)).await,
+                        Err(e) => reply.send(&ch, Err(e)).await,
+                    }
                     drop(permit);
                 }
                 .instrument(span),

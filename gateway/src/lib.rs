@@ -14,3 +14,4 @@ mod processor;
 mod registry;
 mod shard;
 mod topics;
+mod transaction;

@@ -242,6 +242,24 @@ impl Registry {
     }
 }
 
+impl Registry {
+    /// Live channels of a producer group, most recently heartbeating first.
+    pub(crate) fn producer_channels(&self, group: &str) -> Vec<Arc<Channel>> {
+        let st = self.state.lock();
+        let mut members: Vec<&Member> = st
+            .producers
+            .get(group)
+            .map(|m| m.values().collect())
+            .unwrap_or_default();
+        members.sort_by_key(|m| std::cmp::Reverse(m.last_heartbeat_ms));
+        members
+            .into_iter()
+            .filter(|m| !m.channel.closed.is_cancelled())
+            .map(|m| m.channel.clone())
+            .collect()
+    }
+}
+
 fn subscription(sub: &SubscriptionData) -> Subscription {
     Subscription {
         data: sub.clone(),

@@ -7,7 +7,11 @@
 //! - a segment commit is accepted only under the shard's current epoch and owner, only if its
 //!   commit-log start equals the shard's commit-log end and each queue's first offset equals
 //!   the queue's max offset; it is applied atomically (segment rows, queue ranges, max offsets,
-//!   commit-log end) or not at all;
+//!   commit-log end, and the section's [`SegmentEffect`]s) or not at all;
+//! - a pending [`HalfMessage`] row is created only by the commit of the section holding its
+//!   half record (a [`SegmentEffect::HalfPrepared`]), so it exists only if that record is
+//!   committed; a committed transaction removes it in the same commit as the real message's
+//!   section ([`SegmentEffect::HalfResolved`]);
 //! - lease epochs only increase;
 //! - a shard that was never created (see [`MetaStore::ensure_shards`]) is
 //!   [`MetaError::NotFound`] for every lease call, [`MetaStore::shard_state`] and a commit.
@@ -83,11 +87,17 @@ pub trait MetaStore: Send + Sync + Debug {
     /// [`MetaError::Conflict`] if offsets are not contiguous; nothing is applied then.
     /// Sections are applied in slice order, so two sections of one shard must follow each
     /// other. A malformed section (an append of zero entries, a queue twice, a reversed
-    /// commit-log range) is a [`MetaError::Conflict`] too.
+    /// commit-log range, an effect naming another shard) is a [`MetaError::Conflict`] too.
+    ///
+    /// Each section's [`SegmentCommit::effects`] are applied in order in the same
+    /// transaction, after its queues: a [`SegmentEffect::HalfPrepared`] whose row already
+    /// exists is a [`MetaError::Conflict`]; a [`SegmentEffect::HalfResolved`] of a missing row
+    /// does nothing.
     ///
     /// Retries are safe: a section identical to one already committed (same shard, epoch,
-    /// object key and commit-log range) is accepted and applies nothing again, so retrying a
-    /// commit whose outcome was unknown (a lost reply) succeeds instead of conflicting.
+    /// object key and commit-log range) is accepted and applies nothing again, its effects
+    /// included, so retrying a commit whose outcome was unknown (a lost reply) succeeds
+    /// instead of conflicting.
     async fn commit_segment(&self, sections: &[SegmentCommit]) -> Result<()>;
     /// Sections holding entries of `queue` at or after `from`, in offset order, at most
     /// `limit`; the first one contains `from` when `from` is retained.
@@ -111,6 +121,40 @@ pub trait MetaStore: Send + Sync + Debug {
     ) -> Result<Option<SegmentRef>>;
     /// Bounds of one queue (min 0 / max 0 when unknown).
     async fn queue_range(&self, queue: &QueueKey) -> Result<QueueRange>;
+
+    // ----- transactional half messages -----
+    //
+    // Rows are created and (on commit of the transaction) removed only by segment commits,
+    // through [`SegmentCommit::effects`]; the calls below read them, record check-backs, and
+    // remove rows of rolled-back or discarded transactions. None of them is fenced by the
+    // shard's epoch: the caller acts as the shard's owner.
+
+    /// One pending half message.
+    async fn half_message(
+        &self,
+        shard: ShardId,
+        handle: CommitLogOffset,
+    ) -> Result<Option<HalfMessage>>;
+    /// Pending half messages of `shard` whose `next_check_ms` ≤ `now_ms`, oldest first (by
+    /// `next_check_ms`, then handle), at most `limit`.
+    async fn due_half_messages(
+        &self,
+        shard: ShardId,
+        now_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<HalfMessage>>;
+    /// Records a check-back: sets `check_times` and `next_check_ms`. Missing row → `Ok(false)`.
+    async fn record_half_check(
+        &self,
+        shard: ShardId,
+        handle: CommitLogOffset,
+        check_times: i32,
+        next_check_ms: i64,
+    ) -> Result<bool>;
+    /// Deletes a pending row (rollback, or discard after max checks); true if it existed.
+    async fn resolve_half_message(&self, shard: ShardId, handle: CommitLogOffset) -> Result<bool>;
+    /// Every pending half message of a shard (admin/tests), ordered by handle.
+    async fn half_messages(&self, shard: ShardId) -> Result<Vec<HalfMessage>>;
 
     // ----- consumer offsets and groups -----
 

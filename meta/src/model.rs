@@ -4,7 +4,9 @@
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
-use stratus_compat::types::{CommitLogOffset, ConsumerGroup, QueueId, QueueOffset, Topic};
+use stratus_compat::types::{
+    CommitLogOffset, ConsumerGroup, ProducerGroup, QueueId, QueueOffset, Topic,
+};
 
 /// A shard (logical broker) id, 0-based; published as broker name `<cluster>-shard-<id>`… by
 /// the gateway.
@@ -121,6 +123,68 @@ pub struct SegmentCommit {
     pub queues: Vec<QueueAppend>,
     /// Commit time, ms.
     pub committed_at_ms: i64,
+    /// Metadata changes applied in the same transaction as this section, in order: all of
+    /// them when the section commits, none when it is refused (fenced, conflicting). Each
+    /// effect must name this section's shard. A retry of an already committed section
+    /// applies them again no more than the rest of the section.
+    #[serde(default)]
+    pub effects: Vec<SegmentEffect>,
+}
+
+/// A pending transactional half message.
+///
+/// Its row exists in meta exactly while the half record's section is committed and the
+/// transaction is neither committed, rolled back nor discarded.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, Debug)]
+pub struct HalfMessage {
+    /// Shard holding the half record.
+    pub shard: ShardId,
+    /// Full commit-log handle of the half record (as stored in PHYSICALOFFSET).
+    pub handle: CommitLogOffset,
+    /// Offset of the half record in the shard's RMQ_SYS_TRANS_HALF_TOPIC queue 0.
+    pub queue_offset: QueueOffset,
+    /// The producer group (`PGROUP`) to check back with.
+    pub producer_group: ProducerGroup,
+    /// The message's UNIQ_KEY.
+    pub transaction_id: String,
+    /// Topic the message goes to when committed (`REAL_TOPIC`).
+    pub real_topic: Topic,
+    /// Queue the message goes to when committed (`REAL_QID`).
+    pub real_queue_id: QueueId,
+    /// Store time of the half record, ms.
+    pub stored_at_ms: i64,
+    /// Check-backs already sent.
+    pub check_times: i32,
+    /// Earliest time of the next check-back, ms.
+    pub next_check_ms: i64,
+}
+
+/// A metadata change committed in the same transaction as a segment section.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, Debug)]
+pub enum SegmentEffect {
+    /// Insert the pending row of a half message stored in this section. A row already
+    /// present under the same (shard, handle) makes the commit a [`MetaError::Conflict`].
+    ///
+    /// [`MetaError::Conflict`]: crate::MetaError::Conflict
+    HalfPrepared(HalfMessage),
+    /// Delete the pending row of a half message (its transaction was committed by a record
+    /// in this section). A missing row is not an error (idempotent).
+    HalfResolved {
+        /// Shard holding the half record.
+        shard: ShardId,
+        /// Full commit-log handle of the half record.
+        handle: CommitLogOffset,
+    },
+}
+
+impl SegmentEffect {
+    /// The shard whose metadata the effect changes.
+    pub fn shard(&self) -> ShardId {
+        match self {
+            Self::HalfPrepared(h) => h.shard,
+            Self::HalfResolved { shard, .. } => *shard,
+        }
+    }
 }
 
 /// A committed segment section as looked up for reads.
@@ -205,4 +269,37 @@ pub struct SubscriptionGroupConfig {
     pub retry_queue_nums: i32,
     /// Max reconsume times (default 16).
     pub retry_max_times: i32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_segment_commit_without_effects_deserializes_with_none() {
+        let commit = SegmentCommit {
+            shard: ShardId(1),
+            epoch: Epoch(2),
+            node: NodeId("n".into()),
+            object_key: "k".into(),
+            section_pos: 0,
+            section_len: 1,
+            footer_pos: 1,
+            footer_len: 1,
+            commit_log_start: CommitLogOffset(0),
+            commit_log_end: CommitLogOffset(1),
+            queues: Vec::new(),
+            committed_at_ms: 3,
+            effects: vec![SegmentEffect::HalfResolved {
+                shard: ShardId(1),
+                handle: CommitLogOffset(7),
+            }],
+        };
+        let mut json = serde_json::to_value(&commit).expect("serialize");
+        let back: SegmentCommit = serde_json::from_value(json.clone()).expect("deserialize");
+        assert_eq!(back, commit);
+        json.as_object_mut().expect("object").remove("effects");
+        let old: SegmentCommit = serde_json::from_value(json).expect("deserialize");
+        assert_eq!(old.effects, vec![]);
+    }
 }

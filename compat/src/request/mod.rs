@@ -11,6 +11,7 @@ pub mod offset;
 pub mod pull;
 pub mod route;
 pub mod send;
+pub mod transaction;
 
 use crate::command::RemotingCommand;
 use crate::error::HeaderError;

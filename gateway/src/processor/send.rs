@@ -16,7 +16,6 @@ use stratus_compat::command::RemotingCommand;
 use stratus_compat::message::batch::decode_batch;
 use stratus_compat::message::id::create_offset_msg_id;
 use stratus_compat::message::properties::{Properties, keys};
-use stratus_compat::message::sysflag;
 use stratus_compat::request::send::{SendMessageRequestHeader, SendMessageResponseHeader};
 use stratus_compat::types::{QueueId, Topic, java_string_hash};
 use stratus_meta::{ShardId, TopicConfig};
@@ -27,6 +26,7 @@ use crate::dispatch::success;
 use crate::error::{GatewayError, Result};
 use crate::net::Channel;
 use crate::topics::{self, PERM_WRITE, RETRY_PREFIX};
+use crate::transaction;
 
 /// Longest properties string (stored with an i16 length).
 const MAX_PROPERTIES_LEN: usize = 32_767;
@@ -47,6 +47,9 @@ pub(crate) enum Prepared {
 pub(crate) struct Appended {
     ticket: AppendTicket,
     uniq_key: Option<String>,
+    /// Queue id to answer with when it differs from where the message was stored (half
+    /// messages are stored in the half topic's queue 0).
+    reply_queue_id: Option<i32>,
 }
 
 /// Phase one (reader task, in order, no await).
@@ -95,8 +98,12 @@ pub(crate) async fn complete(
             append(broker, peer, &header, cmd.body.clone(), &cfg)?
         }
     };
-    let Appended { ticket, uniq_key } = appended;
-    let queue_id = ticket.queue_id;
+    let Appended {
+        ticket,
+        uniq_key,
+        reply_queue_id,
+    } = appended;
+    let queue_id = reply_queue_id.map_or(ticket.queue_id, QueueId);
     let first_offset = ticket.first_offset;
     let msg_id = ticket
         .handles
@@ -198,15 +205,6 @@ fn append(
     } else {
         let props = Properties::parse(&props_text);
         if props
-            .get(keys::TRAN_MSG)
-            .is_some_and(|v| v.eq_ignore_ascii_case("true"))
-            || sysflag::transaction_type(header.sys_flag) == sysflag::TRANSACTION_PREPARED_TYPE
-        {
-            return Err(GatewayError::NoPermission(
-                "this broker does not accept transactional messages yet".into(),
-            ));
-        }
-        if props
             .get(keys::DELAY)
             .and_then(|d| d.trim().parse::<i32>().ok())
             .is_some_and(|d| d > 0)
@@ -215,14 +213,41 @@ fn append(
                 "delay levels are not supported yet".into(),
             ));
         }
-        let msg = base.message(broker, shard, header.flag, body, props, 0)?;
+        let half = transaction::is_half(&props, header.sys_flag);
+        let mut msg = base.message(broker, shard, header.flag, body, props, 0)?;
         let uniq = Properties::parse(&msg.properties)
             .get(keys::UNIQ_KEY)
             .map(str::to_owned);
+        if half {
+            // Stored in the half topic; the answer still names the requested queue, with
+            // the half-queue offset END_TRANSACTION will quote back.
+            let timeout_ms =
+                i64::try_from(broker.settings.transaction.timeout.as_millis()).unwrap_or(i64::MAX);
+            let template = transaction::to_half(&mut msg, &header.producer_group, timeout_ms);
+            let ticket =
+                broker
+                    .writer
+                    .append_with(shard, vec![msg], |offset, handles, stored_at| {
+                        handles
+                            .first()
+                            .map(|h| template.effect(shard, offset, *h, stored_at))
+                            .into_iter()
+                            .collect()
+                    })?;
+            return Ok(Appended {
+                ticket,
+                uniq_key: uniq,
+                reply_queue_id: Some(queue_id),
+            });
+        }
         (vec![msg], uniq)
     };
     let ticket = broker.writer.append(shard, messages)?;
-    Ok(Appended { ticket, uniq_key })
+    Ok(Appended {
+        ticket,
+        uniq_key,
+        reply_queue_id: None,
+    })
 }
 
 /// Fields shared by every message of one send request.

@@ -17,6 +17,7 @@
 
 mod catalog;
 mod convert;
+mod half;
 mod leases;
 mod segments;
 #[cfg(test)]
@@ -51,11 +52,18 @@ const DIR_FILE_NAME: &str = "stratus-meta.sqlite";
 
 /// The schema migrations, in order. Append only: an applied migration must never change
 /// (sqlx checks its checksum at every open).
-const MIGRATIONS: &[(i64, &str, &str)] = &[(
-    1,
-    "initial",
-    include_str!("../../migrations/sqlite/001_initial.sql"),
-)];
+const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (
+        1,
+        "initial",
+        include_str!("../../migrations/sqlite/001_initial.sql"),
+    ),
+    (
+        2,
+        "half_messages",
+        include_str!("../../migrations/sqlite/002_half_messages.sql"),
+    ),
+];
 
 /// SQLite-backed [`MetaStore`].
 #[derive(Debug)]
@@ -232,7 +240,9 @@ impl MetaStore for EmbeddedMeta {
     /// for all its queues, plus one `INSERT queues` when the section starts new queues) +
     /// `COMMIT`: **2 + 4·s** in the steady state (6 for the usual single-shard node), never
     /// one per queue. Above 500 queues in a section the two queue statements repeat per
-    /// 500-queue chunk. The failure path adds a few diagnostic reads before rolling back.
+    /// 500-queue chunk; each [`SegmentCommit::effects`] entry adds one statement (effects are
+    /// rare: one per transactional prepare or commit). The failure path adds a few
+    /// diagnostic reads before rolling back.
     async fn commit_segment(&self, sections: &[SegmentCommit]) -> Result<()> {
         segments::commit_segment(&self.writer, sections).await
     }
@@ -264,6 +274,41 @@ impl MetaStore for EmbeddedMeta {
 
     async fn queue_range(&self, queue: &QueueKey) -> Result<QueueRange> {
         segments::queue_range(&self.reader, queue).await
+    }
+
+    async fn half_message(
+        &self,
+        shard: ShardId,
+        handle: CommitLogOffset,
+    ) -> Result<Option<HalfMessage>> {
+        half::half_message(&self.reader, shard, handle).await
+    }
+
+    async fn due_half_messages(
+        &self,
+        shard: ShardId,
+        now_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<HalfMessage>> {
+        half::due_half_messages(&self.reader, shard, now_ms, limit).await
+    }
+
+    async fn record_half_check(
+        &self,
+        shard: ShardId,
+        handle: CommitLogOffset,
+        check_times: i32,
+        next_check_ms: i64,
+    ) -> Result<bool> {
+        half::record_half_check(&self.writer, shard, handle, check_times, next_check_ms).await
+    }
+
+    async fn resolve_half_message(&self, shard: ShardId, handle: CommitLogOffset) -> Result<bool> {
+        half::resolve_half_message(&self.writer, shard, handle).await
+    }
+
+    async fn half_messages(&self, shard: ShardId) -> Result<Vec<HalfMessage>> {
+        half::half_messages(&self.reader, shard).await
     }
 
     /// Round trips: **1** (a single multi-row upsert, its own transaction) for up to 500

@@ -4,6 +4,8 @@
 //! statements whose `WHERE` clauses carry the invariants (epoch, owner, commit-log end,
 //! queue max offsets), so the happy path never reads before writing; when a condition does
 //! not hold, the transaction reads what is stored to name the failure, then rolls back.
+//! A section's effects (`half.rs`) run last in the same transaction, so they commit exactly
+//! when the section does.
 
 use std::collections::{HashMap, HashSet};
 
@@ -62,6 +64,12 @@ impl<'a> Section<'a> {
                     "commit-log end {} before start {}",
                     commit.commit_log_end, commit.commit_log_start
                 ),
+            ));
+        }
+        if let Some(e) = commit.effects.iter().find(|e| e.shard() != commit.shard) {
+            return Err(invalid(
+                commit,
+                format!("effect on shard {} in this section: {e:?}", e.shard()),
             ));
         }
         let mut seen = HashSet::with_capacity(commit.queues.len());
@@ -128,7 +136,8 @@ pub(super) async fn commit_segment(pool: &SqlitePool, sections: &[SegmentCommit]
 }
 
 /// Applies one section inside the commit transaction. On error the caller drops the
-/// transaction, which rolls every section back.
+/// transaction, which rolls every section back, effects included. A retry of a committed
+/// section returns before step 2, so its effects are not applied twice.
 async fn apply_section(tx: &mut Transaction<'static, Sqlite>, s: &Section<'_>) -> Result<()> {
     let c = s.commit;
     // 1. Fence and advance the commit log in one conditional write.
@@ -172,7 +181,8 @@ async fn apply_section(tx: &mut Transaction<'static, Sqlite>, s: &Section<'_>) -
     for chunk in s.queues.chunks(QUEUE_CHUNK) {
         apply_queue_chunk(tx, s, chunk, segment_id).await?;
     }
-    Ok(())
+    // 6. The section's metadata effects (half messages), in order.
+    super::half::apply_effects(tx, &c.effects).await
 }
 
 /// Steps 3–5 for up to [`QUEUE_CHUNK`] queues: create queues starting at 0, move every max

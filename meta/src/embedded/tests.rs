@@ -1,7 +1,9 @@
 //! Embedded-backend tests: the conformance suite on both storage modes, plus what only a
 //! file database has (durability settings, reopening, paths, damaged files).
 
-use stratus_compat::types::{CommitLogOffset, ConsumerGroup, QueueId, QueueOffset, Topic};
+use stratus_compat::types::{
+    CommitLogOffset, ConsumerGroup, ProducerGroup, QueueId, QueueOffset, Topic,
+};
 
 use super::*;
 
@@ -51,6 +53,7 @@ fn commit(epoch: Epoch, node: &NodeId, object: &str, start: i64, first: i64) -> 
             max_store_ts: 2,
         }],
         committed_at_ms: 3,
+        effects: Vec::new(),
     }
 }
 
@@ -209,4 +212,131 @@ async fn open_url_picks_the_backend() {
 
     let err = crate::open("mysql://x").await.unwrap_err();
     assert!(matches!(err, MetaError::Config(_)), "got {err:?}");
+}
+
+fn half(handle: i64, next_check_ms: i64) -> HalfMessage {
+    HalfMessage {
+        shard: ShardId(0),
+        handle: CommitLogOffset(handle),
+        queue_offset: QueueOffset(handle),
+        producer_group: ProducerGroup::new("pg"),
+        transaction_id: format!("tx-{handle}"),
+        real_topic: Topic::new("durable"),
+        real_queue_id: QueueId(1),
+        stored_at_ms: 1_000 + handle,
+        check_times: 0,
+        next_check_ms,
+    }
+}
+
+#[tokio::test]
+async fn half_messages_survive_reopening_a_file_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("meta.sqlite");
+    let node = NodeId("node-a".into());
+    let (kept, resolved, checked) = (half(1, 10), half(2, 10), half(3, 10));
+    let epoch = {
+        let store = EmbeddedMeta::open(&path).await.unwrap();
+        store.ensure_shards(1).await.unwrap();
+        let epoch = store
+            .acquire_shard(ShardId(0), &node, 0, 60_000)
+            .await
+            .unwrap()
+            .unwrap()
+            .epoch;
+        let prepare = SegmentCommit {
+            effects: [&kept, &resolved, &checked]
+                .map(|h| SegmentEffect::HalfPrepared(h.clone()))
+                .to_vec(),
+            ..commit(epoch, &node, "seg-1", 0, 0)
+        };
+        store.commit_segment(&[prepare]).await.unwrap();
+        let resolve = SegmentCommit {
+            effects: vec![SegmentEffect::HalfResolved {
+                shard: ShardId(0),
+                handle: resolved.handle,
+            }],
+            ..commit(epoch, &node, "seg-2", 10, 5)
+        };
+        store.commit_segment(&[resolve]).await.unwrap();
+        assert!(
+            store
+                .record_half_check(ShardId(0), checked.handle, 2, 99)
+                .await
+                .unwrap()
+        );
+        store.close().await;
+        epoch
+    };
+
+    let store = EmbeddedMeta::open(&path).await.unwrap();
+    let checked = HalfMessage {
+        check_times: 2,
+        next_check_ms: 99,
+        ..checked
+    };
+    assert_eq!(
+        store.half_messages(ShardId(0)).await.unwrap(),
+        vec![kept.clone(), checked.clone()]
+    );
+    assert_eq!(
+        store.due_half_messages(ShardId(0), 50, 10).await.unwrap(),
+        vec![kept.clone()]
+    );
+    // The owner goes on resolving after the restart.
+    let resolve = SegmentCommit {
+        effects: vec![SegmentEffect::HalfResolved {
+            shard: ShardId(0),
+            handle: kept.handle,
+        }],
+        ..commit(epoch, &node, "seg-3", 20, 10)
+    };
+    store.commit_segment(&[resolve]).await.unwrap();
+    assert_eq!(
+        store.half_messages(ShardId(0)).await.unwrap(),
+        vec![checked]
+    );
+    store.close().await;
+}
+
+#[tokio::test]
+async fn a_version_1_database_is_upgraded_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("meta.sqlite");
+    {
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(
+                SqliteConnectOptions::new()
+                    .filename(&path)
+                    .create_if_missing(true),
+            )
+            .await
+            .unwrap();
+        let (version, name, sql) = MIGRATIONS[0];
+        Migrator::with_migrations(vec![Migration::new(
+            version,
+            name.into(),
+            MigrationType::Simple,
+            sql.into_sql_str(),
+            false,
+        )])
+        .run(&pool)
+        .await
+        .unwrap();
+        sqlx::query("INSERT INTO kv_config (namespace, kv_key, kv_value) VALUES ('ns', 'k', 'v')")
+            .execute(&pool)
+            .await
+            .unwrap();
+        pool.close().await;
+    }
+    let store = EmbeddedMeta::open(&path).await.unwrap();
+    assert_eq!(store.get_kv("ns", "k").await.unwrap().as_deref(), Some("v"));
+    assert_eq!(store.half_messages(ShardId(0)).await.unwrap(), vec![]);
+    let (applied,): (i64,) = sqlx::query_as("SELECT count(*) FROM _sqlx_migrations")
+        .fetch_one(&store.reader)
+        .await
+        .unwrap();
+    assert_eq!(applied, 2);
+    store.close().await;
 }

@@ -10,6 +10,7 @@
 
 mod batches;
 mod catalog;
+mod half;
 mod leases;
 mod lookups;
 mod segments;
@@ -24,8 +25,8 @@ use crate::model::{
 };
 
 /// Shards [`run_all`] creates after the shard-creation check. Checks use distinct ids:
-/// 0–3 shard creation, 4–10 leases, 11–20 commits, 21–23 lookups, 24–25 batches; 9999 is a
-/// shard that never exists.
+/// 0–3 shard creation, 4–10 leases, 11–20 commits, 21–23 lookups, 24–25 batches, 26–31 half
+/// messages; 9999 is a shard that never exists.
 const SHARDS: u32 = 32;
 
 /// Runs every conformance check against `store` (which must be empty). Panics on failure.
@@ -69,6 +70,12 @@ pub async fn run_all(store: &dyn MetaStore) {
     lookups::queue_range_of_unknown_queue_is_zero(store).await;
     batches::sections_of_one_shard_in_one_call_apply_in_order(store).await;
     batches::commit_segment_touching_many_queues(store).await;
+
+    half::half_prepared_is_visible_only_once_its_section_commits(store).await;
+    half::refused_commits_apply_no_effects(store).await;
+    half::half_resolved_deletes_and_is_idempotent(store).await;
+    half::due_half_messages_are_ordered_and_limited(store).await;
+    half::record_half_check_and_resolve(store).await;
 }
 
 // ----- helpers shared by the checks -----
@@ -128,6 +135,7 @@ fn section(
         commit_log_end: CommitLogOffset(end),
         queues,
         committed_at_ms: 1_700_000_000_000 + start,
+        effects: Vec::new(),
     }
 }
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use stratus_compat::types::{QueueId, QueueOffset, Topic};
-use stratus_meta::{QueueAppend, ShardId};
+use stratus_meta::{QueueAppend, SegmentEffect, ShardId};
 
 use super::{
     ENTRY_LEN, EntryMeta, Footer, FooterQueue, HEADER_LEN, IndexEntry, SectionLocation,
@@ -26,6 +26,8 @@ struct SectionBuilder {
     records: Vec<Bytes>,
     data_len: usize,
     queues: HashMap<Topic, HashMap<QueueId, QueueBuilder>>,
+    /// Metadata effects to commit with the section, in push order.
+    effects: Vec<SegmentEffect>,
 }
 
 #[derive(Debug)]
@@ -68,6 +70,9 @@ pub struct SealedSection {
     pub queues: Vec<QueueAppend>,
     /// The decoded footer (what readers cache).
     pub footer: Arc<Footer>,
+    /// Metadata effects to commit together with the section, in push order (not part of
+    /// the object bytes).
+    pub effects: Vec<SegmentEffect>,
 }
 
 impl SealedSection {
@@ -125,6 +130,7 @@ impl SegmentBuilder {
                 records: Vec::new(),
                 data_len: 0,
                 queues: HashMap::new(),
+                effects: Vec::new(),
             });
         debug_assert_eq!(local, section.commit_log_start + section.data_len as u64);
         let pos = u32::try_from(section.data_len).expect("writer seals sections below 4 GiB");
@@ -161,6 +167,24 @@ impl SegmentBuilder {
         q.min_ts = q.min_ts.min(meta.store_ts);
         q.max_ts = q.max_ts.max(meta.store_ts);
         pos
+    }
+
+    /// Adds metadata effects to `shard`'s section, after those already pushed; they are
+    /// committed with the section (see [`SealedSection::effects`]). The section must exist
+    /// (a record of `shard` was pushed); otherwise the effects are dropped and `false` is
+    /// returned.
+    pub fn push_effects(
+        &mut self,
+        shard: ShardId,
+        effects: impl IntoIterator<Item = SegmentEffect>,
+    ) -> bool {
+        match self.sections.get_mut(&shard) {
+            Some(s) => {
+                s.effects.extend(effects);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Drops a shard's section (its shard was closed); returns the record bytes dropped.
@@ -244,6 +268,7 @@ impl SegmentBuilder {
                 commit_log_end: s.commit_log_start + section_len,
                 queues: appends,
                 footer: Arc::new(footer),
+                effects: s.effects,
             });
         }
         let rows: Vec<SectionLocation> = sections.iter().map(SealedSection::location).collect();

@@ -1,10 +1,12 @@
 //! A meta wrapper that makes segment commits fail (tests only): before applying, or after
-//! applying (an ambiguous commit whose caller sees an error).
+//! applying (an ambiguous commit whose caller sees an error). It also records the calls that
+//! reached the inner store and succeeded there.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use async_trait::async_trait;
+use parking_lot::Mutex;
 use stratus_compat::types::{CommitLogOffset, ConsumerGroup, QueueOffset, Topic};
 use stratus_meta::*;
 
@@ -14,6 +16,8 @@ pub(super) struct FlakyMeta {
     pub(super) fail_commits: AtomicU32,
     pub(super) ambiguous_commits: AtomicU32,
     pub(super) conflict_commits: AtomicU32,
+    /// Every `commit_segment` call the inner store applied, in order.
+    pub(super) committed: Mutex<Vec<Vec<SegmentCommit>>>,
 }
 
 fn take(c: &AtomicU32) -> bool {
@@ -31,6 +35,7 @@ impl MetaStore for FlakyMeta {
             return Err(MetaError::Conflict("injected".into()));
         }
         self.inner.commit_segment(sections).await?;
+        self.committed.lock().push(sections.to_vec());
         if take(&self.ambiguous_commits) {
             return Err(MetaError::Unavailable("injected after commit".into()));
         }
@@ -108,6 +113,38 @@ impl MetaStore for FlakyMeta {
     }
     async fn queue_range(&self, queue: &QueueKey) -> Result<QueueRange> {
         self.inner.queue_range(queue).await
+    }
+    async fn half_message(
+        &self,
+        shard: ShardId,
+        handle: CommitLogOffset,
+    ) -> Result<Option<HalfMessage>> {
+        self.inner.half_message(shard, handle).await
+    }
+    async fn due_half_messages(
+        &self,
+        shard: ShardId,
+        now_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<HalfMessage>> {
+        self.inner.due_half_messages(shard, now_ms, limit).await
+    }
+    async fn record_half_check(
+        &self,
+        shard: ShardId,
+        handle: CommitLogOffset,
+        check_times: i32,
+        next_check_ms: i64,
+    ) -> Result<bool> {
+        self.inner
+            .record_half_check(shard, handle, check_times, next_check_ms)
+            .await
+    }
+    async fn resolve_half_message(&self, shard: ShardId, handle: CommitLogOffset) -> Result<bool> {
+        self.inner.resolve_half_message(shard, handle).await
+    }
+    async fn half_messages(&self, shard: ShardId) -> Result<Vec<HalfMessage>> {
+        self.inner.half_messages(shard).await
     }
     async fn commit_consumer_offsets(&self, offsets: &[ConsumerOffset]) -> Result<()> {
         self.inner.commit_consumer_offsets(offsets).await

@@ -369,6 +369,7 @@ fn segment_commit(
         commit_log_end: local(s.commit_log_end),
         queues: s.queues.clone(),
         committed_at_ms: at,
+        effects: s.effects.clone(),
     }
 }
 

@@ -7,6 +7,10 @@
 //! meta strictly in seal order, then fills the caches, advances [`QueueHeads`] and resolves
 //! the [`AppendTicket`]s of that segment.
 //!
+//! Metadata effects ([`Writer::append_with`], e.g. a transactional half message's pending
+//! row) travel with their shard's section of the open buffer and are committed in the same
+//! meta transaction as that section, so they land exactly when their records do.
+//!
 //! Failure model: when a shard's upload or commit fails, the shard is marked failed and every
 //! later segment's section of that shard fails too (it was built on offsets that are now
 //! wrong); appends fail with the same error ([`SegmentError::Fenced`] after a lost lease,
@@ -24,7 +28,7 @@ use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
 use stratus_compat::message::record::MessageExt;
 use stratus_compat::types::{CommitLogOffset, QueueId, QueueOffset, Topic};
-use stratus_meta::{Epoch, MetaStore, NodeId, ShardId, ShardState};
+use stratus_meta::{Epoch, MetaStore, NodeId, SegmentEffect, ShardId, ShardState};
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -382,6 +386,34 @@ impl Writer {
         shard: ShardId,
         messages: Vec<MessageToStore>,
     ) -> Result<AppendTicket, SegmentError> {
+        self.append_with(shard, messages, |_, _, _| Vec::new())
+    }
+
+    /// Like `append`, and `effects` is called (under the append lock, once) with the first queue
+    /// offset, the handles and the store timestamp assigned to `messages`; the effects it returns
+    /// are committed in meta together with the section holding these messages.
+    ///
+    /// The effects are carried in the open buffer's section of `shard`, after those of
+    /// earlier appends to it, and become that section's [`SegmentCommit::effects`]: they are
+    /// applied exactly when the ticket's messages are committed (before
+    /// [`AppendTicket::durable`] resolves `Ok`), and never when the append fails. Each
+    /// effect must name `shard` (meta refuses the section otherwise, failing the shard).
+    ///
+    /// `effects` runs while the writer's lock is held, after every check passed and before
+    /// anything is appended: keep it short and do not call the writer from it; should it
+    /// panic, nothing is appended. It is not called when the append fails, nor for an empty
+    /// `messages` (no section is committed then).
+    ///
+    /// # Errors
+    /// As [`Writer::append`].
+    ///
+    /// [`SegmentCommit::effects`]: stratus_meta::SegmentCommit::effects
+    pub fn append_with(
+        &self,
+        shard: ShardId,
+        messages: Vec<MessageToStore>,
+        effects: impl FnOnce(QueueOffset, &[CommitLogOffset], i64) -> Vec<SegmentEffect>,
+    ) -> Result<AppendTicket, SegmentError> {
         let inner = &self.inner;
         let now = inner.clock.now_ms();
         if messages.is_empty() {
@@ -431,29 +463,60 @@ impl Writer {
         if st.buffered + total > inner.config.max_buffered_bytes || total > section_room {
             return Err(SegmentError::Busy);
         }
+        // 1. Assign offsets and handles without changing anything, so that `effects` runs
+        //    before the append takes effect: should it panic, nothing was appended. Per queue
+        //    of the batch (usually one), the next offset to give.
+        let mut cursors: Vec<(&Topic, QueueId, QueueOffset)> = Vec::new();
+        let mut assigned = Vec::with_capacity(encoded.len());
+        let mut handles = Vec::with_capacity(encoded.len());
+        let mut local = sw.commit_log_next;
+        for (buf, (topic, qid, _)) in encoded.iter().zip(&metas) {
+            let offset = match cursors.iter_mut().find(|(t, q, _)| *t == topic && q == qid) {
+                Some((_, _, next)) => std::mem::replace(next, next.add(1)),
+                None => {
+                    let next = sw
+                        .next_offsets
+                        .get(topic)
+                        .and_then(|m| m.get(qid))
+                        .copied()
+                        .unwrap_or_default();
+                    cursors.push((topic, *qid, next.add(1)));
+                    next
+                }
+            };
+            assigned.push((offset, local));
+            handles.push(handle::encode(shard, local));
+            local += buf.len() as u64;
+        }
+        let first_offset = assigned.first().map(|a| a.0).unwrap_or_default();
+        let effects = effects(first_offset, &handles, now);
+
+        // 2. Apply: advance the shard's offsets, patch and push the records and the effects.
         let State { shards, open, .. } = &mut *st;
         let sw = shards
             .get_mut(&shard)
             .expect("checked above under the same lock");
+        for (topic, qid, next) in cursors {
+            match sw.next_offsets.get_mut(topic) {
+                Some(m) => {
+                    m.insert(qid, next);
+                }
+                None => {
+                    sw.next_offsets
+                        .entry(topic.clone())
+                        .or_default()
+                        .insert(qid, next);
+                }
+            }
+        }
+        sw.commit_log_next = local;
         let was_empty = open.builder.is_empty();
-        let mut handles = Vec::with_capacity(encoded.len());
-        let mut first_offset = None;
         let mut meta: Option<EntryMeta> = None;
-        for (mut buf, (topic, qid, tags_code)) in encoded.into_iter().zip(metas) {
-            let next = match sw.next_offsets.get_mut(&topic) {
-                Some(m) => m.entry(qid).or_insert(QueueOffset(0)),
-                None => sw
-                    .next_offsets
-                    .entry(topic.clone())
-                    .or_default()
-                    .entry(qid)
-                    .or_insert(QueueOffset(0)),
-            };
-            let offset = *next;
-            *next = offset.add(1);
-            let local = sw.commit_log_next;
-            sw.commit_log_next += buf.len() as u64;
-            let h = handle::encode(shard, local);
+        for ((mut buf, (topic, qid, tags_code)), (&(offset, local), h)) in encoded
+            .into_iter()
+            .zip(metas)
+            .zip(assigned.iter().zip(&handles))
+        {
             buf[QUEUE_OFFSET_POS..QUEUE_OFFSET_POS + 8].copy_from_slice(&offset.0.to_be_bytes());
             buf[PHYSICAL_OFFSET_POS..PHYSICAL_OFFSET_POS + 8].copy_from_slice(&h.0.to_be_bytes());
             let same_queue = matches!(&meta, Some(m) if m.topic == topic && m.queue_id == qid);
@@ -470,8 +533,10 @@ impl Writer {
             m.queue_offset = offset;
             m.tags_code = tags_code;
             open.builder.push(shard, local, buf.freeze(), m);
-            first_offset.get_or_insert(offset);
-            handles.push(h);
+        }
+        if !effects.is_empty() {
+            let pushed = open.builder.push_effects(shard, effects);
+            debug_assert!(pushed, "the section holds the records pushed above");
         }
         let outcome = open
             .waiters
@@ -495,7 +560,7 @@ impl Writer {
         Ok(AppendTicket {
             shard,
             queue_id,
-            first_offset: first_offset.unwrap_or_default(),
+            first_offset,
             handles,
             store_timestamp: now,
             outcome,

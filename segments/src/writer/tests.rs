@@ -3,8 +3,8 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use stratus_compat::message::record::MessageExt;
-use stratus_compat::types::{CommitLogOffset, QueueOffset};
-use stratus_meta::{NodeId, ShardId};
+use stratus_compat::types::{CommitLogOffset, ProducerGroup, QueueId, QueueOffset, Topic};
+use stratus_meta::{HalfMessage, NodeId, SegmentEffect, ShardId};
 
 use super::*;
 use crate::testkit::{Harness, key, manual_config, msg};
@@ -339,6 +339,7 @@ async fn flaky() -> (Harness, Arc<flaky_meta::FlakyMeta>) {
         fail_commits: 0.into(),
         ambiguous_commits: 0.into(),
         conflict_commits: 0.into(),
+        committed: Mutex::default(),
     });
     let h = Harness::with(
         manual_config(),
@@ -465,4 +466,239 @@ async fn concurrent_appenders_get_unique_dense_offsets() {
     all.sort_unstable();
     assert_eq!(all, (0..200).collect::<Vec<i64>>());
     assert_eq!(h.read_all(&key(0, "T", 0)).await.len(), 200);
+}
+
+// ----- metadata effects committed with a section -----
+
+const HALF: &str = "RMQ_SYS_TRANS_HALF_TOPIC";
+
+fn half(shard: ShardId, handle: CommitLogOffset, offset: QueueOffset, ts: i64) -> HalfMessage {
+    HalfMessage {
+        shard,
+        handle,
+        queue_offset: offset,
+        producer_group: ProducerGroup::new("pg"),
+        transaction_id: format!("tx-{}", handle.0),
+        real_topic: Topic::new("T"),
+        real_queue_id: QueueId(0),
+        stored_at_ms: ts,
+        check_times: 0,
+        next_check_ms: ts + 6_000,
+    }
+}
+
+/// Appends one half message to `shard` with its `HalfPrepared` effect; returns the ticket
+/// and the row it prepares.
+fn prepare(h: &Harness, shard: u32, body: &str) -> (AppendTicket, HalfMessage) {
+    let mut row = None;
+    let t = h
+        .writer
+        .append_with(
+            ShardId(shard),
+            vec![msg(HALF, 0, body)],
+            |first, handles, ts| {
+                let m = half(ShardId(shard), handles[0], first, ts);
+                row = Some(m.clone());
+                vec![SegmentEffect::HalfPrepared(m)]
+            },
+        )
+        .unwrap();
+    let row = row.expect("effects called once");
+    assert_eq!(
+        (row.handle, row.queue_offset, row.stored_at_ms),
+        (t.handles[0], t.first_offset, t.store_timestamp),
+        "effects see what the ticket reports"
+    );
+    (t, row)
+}
+
+fn resolved(m: &HalfMessage) -> SegmentEffect {
+    SegmentEffect::HalfResolved {
+        shard: m.shard,
+        handle: m.handle,
+    }
+}
+
+async fn pending(h: &Harness, shard: u32) -> Vec<HalfMessage> {
+    h.meta.half_messages(ShardId(shard)).await.unwrap()
+}
+
+#[tokio::test]
+async fn effects_of_appends_to_two_shards_land_in_their_own_sections() {
+    let (h, flaky) = flaky().await;
+    h.open(0).await;
+    h.open(1).await;
+    let (t0, h0) = prepare(&h, 0, "a");
+    let plain = h.writer.append(ShardId(1), vec![msg("T", 0, "b")]).unwrap();
+    let (t1, h1) = prepare(&h, 1, "c");
+    // A second effect of shard 0, after the first in its section; its row does not exist,
+    // which is not an error.
+    let ghost = half(ShardId(0), CommitLogOffset(1 << 40), QueueOffset(9), 0);
+    let t2 = h
+        .writer
+        .append_with(ShardId(0), vec![msg("T", 0, "d")], |_, _, _| {
+            vec![resolved(&ghost)]
+        })
+        .unwrap();
+    let mut called = false;
+    let empty = h
+        .writer
+        .append_with(ShardId(0), Vec::new(), |_, _, _| {
+            called = true;
+            vec![resolved(&ghost)]
+        })
+        .unwrap();
+    assert!(!called, "an empty append commits nothing, so no effects");
+    h.writer.flush().await.unwrap();
+    for t in [t0, plain, t1, t2, empty] {
+        t.durable().await.unwrap();
+    }
+
+    let calls = flaky.committed.lock().clone();
+    assert_eq!(calls.len(), 1, "one segment, one commit");
+    let effects: Vec<(ShardId, Vec<SegmentEffect>)> = calls[0]
+        .iter()
+        .map(|s| (s.shard, s.effects.clone()))
+        .collect();
+    assert_eq!(
+        effects,
+        vec![
+            (
+                ShardId(0),
+                vec![SegmentEffect::HalfPrepared(h0.clone()), resolved(&ghost)]
+            ),
+            (ShardId(1), vec![SegmentEffect::HalfPrepared(h1.clone())]),
+        ]
+    );
+    assert_eq!(pending(&h, 0).await, vec![h0]);
+    assert_eq!(pending(&h, 1).await, vec![h1]);
+
+    // The next segment carries only its own appends' effects.
+    let t = h.writer.append(ShardId(0), vec![msg("T", 0, "e")]).unwrap();
+    h.writer.flush().await.unwrap();
+    t.durable().await.unwrap();
+    let calls = flaky.committed.lock().clone();
+    assert_eq!(calls.len(), 2);
+    assert!(calls[1].iter().all(|s| s.effects.is_empty()));
+}
+
+#[tokio::test]
+async fn a_half_prepared_effect_is_visible_once_durable_and_resolved_with_the_real_message() {
+    let h = Harness::new(WriterConfig {
+        linger: Duration::from_millis(20),
+        ..manual_config()
+    })
+    .await;
+    h.open(0).await;
+    h.faults.hold_puts();
+    let (t, row) = prepare(&h, 0, "half");
+    while h.faults.puts() == 0 {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(
+        h.meta.half_message(ShardId(0), row.handle).await.unwrap(),
+        None,
+        "not before the commit"
+    );
+    h.faults.release_puts();
+    t.durable().await.unwrap();
+    assert_eq!(
+        h.meta.half_message(ShardId(0), row.handle).await.unwrap(),
+        Some(row.clone()),
+        "visible as soon as the ticket is durable"
+    );
+
+    // Committing the transaction: the real message and the resolution land together.
+    let real = h
+        .writer
+        .append_with(ShardId(0), vec![msg("T", 0, "real")], |_, _, _| {
+            vec![resolved(&row)]
+        })
+        .unwrap();
+    real.durable().await.unwrap();
+    assert_eq!(pending(&h, 0).await, vec![]);
+    assert_eq!(h.read_all(&key(0, "T", 0)).await.len(), 1);
+}
+
+#[tokio::test]
+async fn an_append_whose_segment_fails_to_commit_applies_no_effect() {
+    let h = Harness::new(manual_config()).await;
+    let epoch = h.open(0).await;
+    h.open(1).await;
+
+    // Upload failure.
+    h.faults.fail_puts(100);
+    let (t, _) = prepare(&h, 1, "lost");
+    assert!(h.writer.flush().await.is_err());
+    assert!(t.durable().await.is_err());
+    h.faults.fail_puts(0);
+    assert_eq!(pending(&h, 1).await, vec![]);
+    h.open(1).await;
+
+    // A closed shard's pending appends are dropped with their effects.
+    let (t, _) = prepare(&h, 1, "closed");
+    h.writer.close_shard(ShardId(1));
+    assert!(t.durable().await.is_err());
+    h.writer.flush().await.unwrap();
+    assert_eq!(pending(&h, 1).await, vec![]);
+    h.open(1).await;
+
+    // Fenced shard 0, healthy shard 1 in the same segment.
+    h.meta
+        .release_shard(ShardId(0), &h.node, epoch)
+        .await
+        .unwrap();
+    h.meta
+        .acquire_shard(ShardId(0), &NodeId("node-b".into()), h.clock.now(), 60_000)
+        .await
+        .unwrap()
+        .unwrap();
+    let (t0, _) = prepare(&h, 0, "fenced");
+    let (t1, h1) = prepare(&h, 1, "ok");
+    assert!(h.writer.flush().await.is_err());
+    assert!(matches!(t0.durable().await, Err(SegmentError::Fenced(_))));
+    t1.durable().await.unwrap();
+    assert_eq!(pending(&h, 0).await, vec![]);
+    assert_eq!(pending(&h, 1).await, vec![h1.clone()]);
+
+    // Meta refuses an effect (this row exists): the section is not committed at all.
+    let t = h
+        .writer
+        .append_with(ShardId(1), vec![msg(HALF, 0, "dup")], |_, _, _| {
+            vec![SegmentEffect::HalfPrepared(h1.clone())]
+        })
+        .unwrap();
+    assert!(h.writer.flush().await.is_err());
+    assert!(matches!(t.durable().await, Err(SegmentError::Meta(_))));
+    assert_eq!(pending(&h, 1).await, vec![h1]);
+    assert_eq!(h.heads.max_offset(&key(1, HALF, 0)), QueueOffset(1));
+    let state = h.meta.shard_state(ShardId(1)).await.unwrap();
+    assert_eq!(
+        state
+            .queues
+            .iter()
+            .map(|q| q.max_offset)
+            .collect::<Vec<_>>(),
+        vec![QueueOffset(1)],
+        "the refused section's record was not committed"
+    );
+}
+
+#[tokio::test]
+async fn a_panicking_effects_callback_appends_nothing() {
+    let h = Harness::new(manual_config()).await;
+    h.open(0).await;
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        h.writer
+            .append_with(ShardId(0), vec![msg("T", 0, "a")], |_, _, _| {
+                panic!("callback bug")
+            })
+    }));
+    assert!(r.is_err());
+    let t = h.writer.append(ShardId(0), vec![msg("T", 0, "b")]).unwrap();
+    assert_eq!(t.first_offset, QueueOffset(0), "no offset was taken");
+    assert_eq!(t.handles[0], handle::encode(ShardId(0), 0), "nor a handle");
+    h.writer.flush().await.unwrap();
+    t.durable().await.unwrap();
+    assert_eq!(h.read_all(&key(0, "T", 0)).await.len(), 1);
 }
