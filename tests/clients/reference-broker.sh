@@ -7,7 +7,10 @@
 #   reference-broker.sh status DIR
 #
 # Env: ROCKETMQ_VERSION (default 5.3.3), NAMESRV_PORT (9876), BROKER_PORT (10911),
-#      JAVA_HEAP (512m). Everything (store, logs, pids) lives under DIR.
+#      JAVA_HEAP (512m), REFERENCE_BROKER_EXTRA_CONF (extra broker.conf lines key=value,
+#      separated by whitespace/newlines, appended last so they override, e.g.
+#      "transactionCheckInterval=5000 transactionTimeOut=3000").
+# Everything (store, logs, pids) lives under DIR.
 set -euo pipefail
 cmd=${1:?usage: reference-broker.sh install|start|stop|status DIR}
 dir=${2:?usage: reference-broker.sh install|start|stop|status DIR}
@@ -68,6 +71,15 @@ storePathCommitLog=$dir/store/commitlog
 mappedFileSizeCommitLog=134217728
 enablePropertyFilter=true
 CONF
+  local line
+  set -f
+  for line in ${REFERENCE_BROKER_EXTRA_CONF:-}; do
+    case $line in
+      *=*) echo "$line" >>"$dir/broker.conf" ;;
+      *) echo "REFERENCE_BROKER_EXTRA_CONF: not key=value: $line" >&2; exit 64 ;;
+    esac
+  done
+  set +f
   local jopts=(-Xms"$HEAP" -Xmx"$HEAP" -XX:+UseG1GC -Duser.home="$dir/home" -Drocketmq.home.dir="$dir/home")
   export ROCKETMQ_HOME="$dir/home"
   if ! wait_port "$NAMESRV_PORT" 0; then

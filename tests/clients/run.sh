@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Run one built test client with the common CLI:
-#   run.sh java49|java5|go|cpp|rust produce|consume|pull [args...]
+#   run.sh java49|java5|go|cpp|rust produce|consume|pull|txn [args...]
 # Build them first with install.sh. Client logs and local state go to
 # $STRATUS_CLIENT_STATE (default ${TMPDIR:-/tmp}/stratus-test-clients/<client>).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-client=${1:?usage: run.sh java49|java5|go|cpp|rust produce|consume|pull [args...]}
+client=${1:?usage: run.sh java49|java5|go|cpp|rust produce|consume|pull|txn [args...]}
 shift
 state=${STRATUS_CLIENT_STATE:-${TMPDIR:-/tmp}/stratus-test-clients/$client}
 mkdir -p "$state"

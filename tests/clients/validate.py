@@ -10,6 +10,10 @@ Scenarios (each uses fresh topics and groups, named after --run-id):
   broadcast   two broadcasting consumers in one group each receive everything
   cluster     two clustering consumers in one group share the queues and together receive everything
   big         two 1 MiB messages, checked by length and CRC
+  txn         transactional producer (not in "all": needs a server that checks back within
+              --check-wait s, e.g. the reference broker with transactionCheckInterval=5000):
+              local commit / rollback, local unknown + check commit / rollback, and a producer
+              that dies in its local transaction whose check goes to a second (--count 0) producer
 
 Prints one PASS/FAIL/KNOWN line per check and exits 1 if any FAIL. Standard library only.
 Messages are identified by their keys (msgIds are not unique for batches on some servers).
@@ -70,6 +74,7 @@ class Proc:
                 ev = json.loads(line)
             except ValueError:
                 ev = {"event": "garbage", "line": line}
+            ev["_t"] = time.monotonic()
             with self.lock:
                 self.events.append(ev)
             if ev.get("event") == "ready":
@@ -287,16 +292,104 @@ def scenario_big(a, run_id):
     verdict("1 MiB body %s <- %s" % (a.consumer, a.producer), bad, detail)
 
 
+def txn_args(a, topic, group, count, pre, local, check, stay):
+    return ["txn", "--namesrv", a.namesrv, "--topic", topic, "--group", group, "--count", str(count),
+            "--tag", "TagX", "--keys-prefix", pre, "--body-size", "48", "--id-prefix", pre,
+            "--local", local, "--check", check, "--stay-secs", str(stay)]
+
+
+def scenario_txn(a, run_id):
+    """Five transactional cases on one topic, run in parallel; then one consumer must see
+    exactly the committed messages (and nothing of the rolled-back ones)."""
+    topic = "VTX_" + run_id
+    n = 3
+    wait = int(a.check_wait)
+    cases = [  # name, key prefix, local, check, stay, expect visible, expect checks
+        ("commit", "tc" + run_id, "commit", "commit", 12, True, False),
+        ("rollback", "tr" + run_id, "rollback", "commit", 12, False, False),
+        ("unknown+check commit", "tuc" + run_id, "unknown", "commit", wait, True, True),
+        ("unknown+check rollback", "tur" + run_id, "unknown", "rollback", wait, False, True),
+    ]
+    t0 = time.monotonic()
+    procs = [Proc(a.producer, txn_args(a, topic, "TXG%d_%s" % (k, run_id), n, pre, local, check, stay), stay + 60)
+             for k, (_, pre, local, check, stay, _, _) in enumerate(cases)]
+    # The dying producer: its one half message must be checked on a second producer of the group.
+    die_group = "TXD_" + run_id
+    die_pre = "td" + run_id
+    dp, drc = run(a.producer, txn_args(a, topic, die_group, n, die_pre, "die", "commit", 0), 60)
+    if dp.of("unsupported"):
+        for p in procs:
+            p.wait()
+        report("KNOWN", "txn %s" % a.producer, "unsupported: %s" % dp.of("unsupported")[0].get("what"))
+        return
+    t_die = time.monotonic()
+    heir = Proc(a.producer, ["txn", "--namesrv", a.namesrv, "--topic", topic, "--group", die_group, "--count", "0",
+                             "--local", "commit", "--check", "commit", "--stay-secs", str(wait)], wait + 60)
+    rcs = [p.wait() for p in procs]
+    heir_rc = heir.wait()
+
+    want = {}
+    for (name, pre, local, check, stay, visible, checked), p, rc in zip(cases, procs, rcs):
+        bad = []
+        sent = p.of("sent")
+        if rc != 0:
+            bad.append("rc=%s %s" % (rc, " ".join(p.err[-3:])))
+        if sorted(e["seq"] for e in sent) != list(range(n)):
+            bad.append("sent seqs %s" % sorted(e["seq"] for e in sent))
+        if any(e.get("local") != local or e.get("status") != "SEND_OK" for e in sent):
+            bad.append("sent lines %s" % sent[:1])
+        checks = p.of("check")
+        ids = {e["msgId"] for e in sent}
+        checked_ids = {c.get("msgId") for c in checks}
+        detail = "%d sent, %d checks" % (len(sent), len(checks))
+        if checked:
+            if checked_ids != ids:
+                bad.append("checked %s, sent %s" % (sorted(checked_ids), sorted(ids)))
+            if any(c.get("answer") != check or not c.get("keys", "").startswith(pre) for c in checks):
+                bad.append("check lines %s" % checks[:1])
+            if checks:
+                detail += ", first check at age %s ms" % min(int(c.get("ageMs", -1)) for c in checks)
+        elif checks:
+            bad.append("unexpected check-backs %s" % checks[:1])
+        if visible:
+            want.update({"%s-%d" % (pre, i): ("TagX", pre, i, 48) for i in range(n)})
+        verdict("txn %s %s" % (name, a.producer), bad, detail)
+
+    bad = []
+    halves = dp.of("half")
+    if drc != 0 or len(halves) != 1 or dp.of("sent"):
+        bad.append("dying producer rc=%s half=%s sent=%s" % (drc, halves, dp.of("sent")))
+    hchecks = heir.of("check")
+    if heir_rc != 0:
+        bad.append("second producer rc=%s %s" % (heir_rc, " ".join(heir.err[-3:])))
+    if not halves or {c.get("msgId") for c in hchecks} != {halves[0].get("msgId")}:
+        bad.append("second producer checks %s" % hchecks[:2])
+    detail = "%d checks on the second producer" % len(hchecks)
+    if hchecks:
+        detail += ", first %.1f s after the death (age %s ms)" % (
+            hchecks[0].get("_t", time.monotonic()) - t_die, hchecks[0].get("ageMs"))
+    want["%s-0" % die_pre] = ("TagX", die_pre, 0, 48)
+    verdict("txn die + check on another producer %s" % a.producer, bad, detail)
+
+    # Everything is decided by now; a consumer must see exactly the committed messages.
+    p, rc = run(a.consumer, consumer_args(a, topic, "TXC_" + run_id, "clustering", "*", len(want) + 1, 0, 15), 40)
+    extra = [] if rc == 2 else ["rc=%s %s" % (rc, " ".join(p.err[-3:]))]
+    judge(a, "txn visibility %s <- %s (%.0f s)" % (a.consumer, a.producer, time.monotonic() - t0),
+          p.of("recv"), want, topic, extra)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--namesrv", default="127.0.0.1:9876")
     ap.add_argument("--producer", required=True)
     ap.add_argument("--consumer")
     ap.add_argument("--scenario", default="all",
-                    help="comma list of produce,pull,tags,broadcast,cluster,big or all")
+                    help="comma list of produce,pull,tags,broadcast,cluster,big,txn or all (all = all but txn)")
     ap.add_argument("--run-id", default=None)
     ap.add_argument("--tag-expr", default="TagA || TagB", help="expression selecting TagA and TagB")
     ap.add_argument("--settle", type=float, default=15.0, help="seconds for a 2-member group to rebalance")
+    ap.add_argument("--check-wait", type=float, default=20.0,
+                    help="txn: seconds producers wait for transaction check-backs")
     a = ap.parse_args()
     a.consumer = a.consumer or a.producer
     run_id = a.run_id or ("%s%s%d" % (a.producer[:3], a.consumer[:3], int(time.time()) % 100000))
@@ -317,6 +410,8 @@ def main():
         scenario_cluster(a, run_id)
     if "big" in scen:
         scenario_big(a, run_id)
+    if "txn" in scen:
+        scenario_txn(a, run_id)
     print("# %d passed, %d failed, %d known" % (results.count("PASS"), results.count("FAIL"),
                                                  results.count("KNOWN")), flush=True)
     sys.exit(1 if "FAIL" in results else 0)

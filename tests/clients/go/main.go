@@ -9,11 +9,13 @@ import (
 	"fmt"
 	"hash/crc32"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/admin"
@@ -52,7 +54,7 @@ func die(code int, format string, args ...interface{}) {
 
 func main() {
 	if len(os.Args) < 2 {
-		die(64, "usage: produce|consume|pull --namesrv HOST:PORT --topic T --group G ... (see README.md)")
+		die(64, "usage: produce|consume|pull|txn --namesrv HOST:PORT --topic T --group G ... (see README.md)")
 	}
 	level := os.Getenv("ROCKETMQ_GO_LOG_LEVEL")
 	if level == "" {
@@ -67,6 +69,8 @@ func main() {
 		rc = consume(os.Args[2:])
 	case "pull":
 		rc = pull(os.Args[2:])
+	case "txn":
+		rc = txn(os.Args[2:])
 	default:
 		die(64, "unknown command %s", os.Args[1])
 	}
@@ -425,7 +429,7 @@ func shutdownBounded(f func() error) {
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
-		fmt.Fprintln(os.Stderr, "warning: consumer shutdown did not finish in 10 s")
+		fmt.Fprintln(os.Stderr, "warning: client shutdown did not finish in 10 s")
 	}
 }
 
@@ -501,4 +505,177 @@ func pull(args []string) int {
 	rc := rx.wait(time.Until(deadline), 0)
 	emit("event", "done", "received", rx.count())
 	return rc
+}
+
+// ------------------------------------------------------------------ txn
+
+func txnState(answer string) primitive.LocalTransactionState {
+	switch answer {
+	case "commit":
+		return primitive.CommitMessageState
+	case "rollback":
+		return primitive.RollbackMessageState
+	case "unknown":
+		return primitive.UnknowState
+	}
+	die(64, "bad transaction answer %s", answer)
+	return primitive.UnknowState
+}
+
+func txnName(s primitive.LocalTransactionState) string {
+	switch s {
+	case primitive.CommitMessageState:
+		return "commit"
+	case primitive.RollbackMessageState:
+		return "rollback"
+	default:
+		return "unknown"
+	}
+}
+
+type txnListener struct {
+	local  string // commit|rollback|unknown|die
+	check  string // commit|rollback|unknown
+	checks int64
+}
+
+func (l *txnListener) ExecuteLocalTransaction(m *primitive.Message) primitive.LocalTransactionState {
+	seq, _ := strconv.Atoi(m.GetProperty("seq"))
+	emit("event", "half", "seq", seq, "msgId", m.GetProperty(primitive.PropertyUniqueClientMessageIdKeyIndex),
+		"transactionId", m.TransactionId)
+	if l.local == "die" {
+		// The half message is stored; END_TRANSACTION is never sent (stdout is unbuffered).
+		os.Exit(0)
+	}
+	return txnState(l.local)
+}
+
+func (l *txnListener) CheckLocalTransaction(m *primitive.MessageExt) primitive.LocalTransactionState {
+	atomic.AddInt64(&l.checks, 1)
+	emit("event", "check", "msgId", m.GetProperty(primitive.PropertyUniqueClientMessageIdKeyIndex),
+		"keys", m.GetKeys(), "seq", m.GetProperty("seq"), "answer", l.check,
+		"transactionId", m.TransactionId, "checkTimes", m.GetProperty("TRANSACTION_CHECK_TIMES"),
+		"ageMs", time.Now().UnixMilli()-m.BornTimestamp)
+	return txnState(l.check)
+}
+
+// learnRoute makes the producer's client resolve topic's route (so it knows the broker addresses)
+// and heartbeat at once. The Go client heartbeats only to brokers it learned from routes of topics
+// it sent to, so without this a producer that never sends (--count 0) is unknown to the broker and
+// receives no check-backs. The library exposes no API for it: reach the unexported client field.
+func learnRoute(tp interface{}, topic string) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("route lookup via reflection failed: %v", r)
+		}
+	}()
+	open := func(v reflect.Value) reflect.Value {
+		return reflect.NewAt(v.Type(), unsafe.Pointer(v.UnsafeAddr())).Elem()
+	}
+	p := open(reflect.ValueOf(tp).Elem().FieldByName("producer")) // *defaultProducer
+	client := open(p.Elem().FieldByName("client"))                // internal.RMQClient
+	ns := client.MethodByName("GetNameSrv").Call(nil)[0]
+	out := ns.MethodByName("UpdateTopicRouteInfo").Call([]reflect.Value{reflect.ValueOf(topic)})
+	if e, ok := out[2].Interface().(error); ok && e != nil {
+		return e
+	}
+	if out[0].IsNil() {
+		return fmt.Errorf("no route for topic %s", topic)
+	}
+	client.MethodByName("SendHeartbeatToAllBrokerWithLock").Call(nil)
+	return nil
+}
+
+func txn(args []string) int {
+	fs := flag.NewFlagSet("txn", flag.ExitOnError)
+	namesrv := fs.String("namesrv", "", "")
+	topic := fs.String("topic", "", "")
+	group := fs.String("group", "", "")
+	count := fs.Int("count", 0, "")
+	tag := fs.String("tag", "", "")
+	keysPrefix := fs.String("keys-prefix", "", "")
+	bodySize := fs.Int("body-size", 0, "")
+	idPrefix := fs.String("id-prefix", "m", "")
+	local := fs.String("local", "", "commit|rollback|unknown|die")
+	check := fs.String("check", "", "commit|rollback|unknown")
+	staySecs := fs.Int("stay-secs", 0, "")
+	_ = fs.Parse(args)
+	requireFlags(fs, "namesrv", "topic", "group", "count", "local", "check", "stay-secs")
+	if *count > 0 {
+		requireFlags(fs, "tag", "keys-prefix", "body-size")
+	}
+	if *local != "die" {
+		txnState(*local)
+	}
+	txnState(*check)
+
+	fail := func(err error) int {
+		errLine(-1, err)
+		emit("event", "done", "sent", 0, "checks", 0, "errors", 1)
+		return 1
+	}
+	listener := &txnListener{local: *local, check: *check}
+	tp, err := producer.NewTransactionProducer(listener,
+		producer.WithNameServer(nameServer(*namesrv)),
+		producer.WithGroupName(*group),
+		producer.WithInstanceName(fmt.Sprintf("stratus-%d", os.Getpid())),
+		producer.WithSendMsgTimeout(10*time.Second),
+		producer.WithRetry(2),
+	)
+	if err != nil {
+		return fail(err)
+	}
+	if err := tp.Start(); err != nil {
+		return fail(err)
+	}
+	routed := *count > 0
+	if !routed {
+		if err := learnRoute(tp, *topic); err != nil {
+			fmt.Fprintln(os.Stderr, "warning:", err)
+		} else {
+			routed = true
+		}
+	}
+
+	var sent, errs int64
+	ctx := context.Background()
+	for i := 0; i < *count; i++ {
+		m := primitive.NewMessage(*topic, makeBody(*idPrefix, i, *bodySize))
+		m.WithTag(*tag)
+		m.WithKeys([]string{fmt.Sprintf("%s-%d", *keysPrefix, i)})
+		m.WithProperty("seq", strconv.Itoa(i))
+		r, err := tp.SendMessageInTransaction(ctx, m)
+		if err != nil {
+			errs++
+			errLine(i, err)
+			continue
+		}
+		if r.Status != primitive.SendOK {
+			errs++
+			errLine(i, "status "+statusName(r.Status))
+			continue
+		}
+		sent++
+		emit("event", "sent", "seq", i, "msgId", r.MsgID, "offsetMsgId", r.OffsetMsgID,
+			"queueId", r.MessageQueue.QueueId, "queueOffset", r.QueueOffset, "status", "SEND_OK",
+			"local", txnName(r.State), "transactionId", r.TransactionID)
+	}
+
+	deadline := time.Now().Add(time.Duration(*staySecs) * time.Second)
+	for time.Now().Before(deadline) {
+		d := time.Until(deadline)
+		if d > time.Second {
+			d = time.Second
+		}
+		time.Sleep(d)
+		if !routed && learnRoute(tp, *topic) == nil {
+			routed = true
+		}
+	}
+	shutdownBounded(tp.Shutdown)
+	emit("event", "done", "sent", sent, "checks", atomic.LoadInt64(&listener.checks), "errors", errs)
+	if errs != 0 {
+		return 1
+	}
+	return 0
 }

@@ -274,6 +274,11 @@ def pull(a):
 
 
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "txn":
+        # The C API of the C++ 1.x core (rocketmq==0.4.4) exports no transactional producer
+        # (its C++ TransactionMQProducer is internal), so there is nothing to drive.
+        emit(event="unsupported", what="transactions")
+        finish(3)
     p = argparse.ArgumentParser(prog="rmq_client.py")
     sub = p.add_subparsers(dest="cmd", required=True)
     for name in ("produce", "consume", "pull"):

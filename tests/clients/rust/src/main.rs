@@ -9,12 +9,14 @@ use std::time::{Duration, Instant};
 
 use rocketmq_client_rust::{
     ClientConfig, ClientRuntime, ClientRuntimeConfig, ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus,
-    DefaultLitePullConsumer, DefaultMQProducer, DefaultMQPushConsumer, MQPushConsumer, MessageListenerConcurrently,
+    DefaultLitePullConsumer, DefaultMQProducer, DefaultMQPushConsumer, LocalTransactionState, MQPushConsumer,
+    MessageListenerConcurrently, TransactionListener, TransactionMQProducer,
 };
 use rocketmq_model::common::consumer::consume_from_where::ConsumeFromWhere;
 use rocketmq_model::common::message::message_client_id_setter::MessageClientIDSetter;
 use rocketmq_model::common::message::message_ext::MessageExt;
 use rocketmq_model::common::message::message_single::Message;
+use rocketmq_model::common::message::MessageTrait;
 use rocketmq_model::result::SendResult;
 use rocketmq_observability::TelemetryRuntimeGuard;
 use rocketmq_protocol::protocol::heartbeat::message_model::MessageModel;
@@ -33,7 +35,7 @@ fn emit(v: Value) {
 
 fn usage(why: &str) -> ! {
     eprintln!("error: {why}");
-    eprintln!("usage: produce|consume|pull --namesrv HOST:PORT --topic T --group G ... (see README.md)");
+    eprintln!("usage: produce|consume|pull|txn --namesrv HOST:PORT --topic T --group G ... (see README.md)");
     let _ = std::io::stdout().flush();
     std::process::exit(64);
 }
@@ -72,7 +74,7 @@ fn main() {
         usage("missing command");
     }
     let cmd = argv[1].clone();
-    if !matches!(cmd.as_str(), "produce" | "consume" | "pull") {
+    if !matches!(cmd.as_str(), "produce" | "consume" | "pull" | "txn") {
         usage(&format!("unknown command {cmd}"));
     }
     let args = Args::parse(&argv[2..]);
@@ -97,6 +99,7 @@ fn main() {
         match cmd.as_str() {
             "produce" => produce(runtime, &args).await,
             "consume" => consume(runtime, &args).await,
+            "txn" => txn(runtime, &args).await,
             _ => pull(runtime, &args).await,
         }
     });
@@ -547,4 +550,169 @@ async fn pull(runtime: Arc<ClientRuntime>, a: &Args) -> i32 {
     }
     emit(json!({"event":"done","received":rx.count()}));
     rc
+}
+
+// ------------------------------------------------------------------ txn
+
+fn txn_state(answer: &str) -> LocalTransactionState {
+    match answer {
+        "commit" => LocalTransactionState::CommitMessage,
+        "rollback" => LocalTransactionState::RollbackMessage,
+        "unknown" => LocalTransactionState::Unknown,
+        a => usage(&format!("bad transaction answer {a}")),
+    }
+}
+
+fn txn_name(s: LocalTransactionState) -> &'static str {
+    match s {
+        LocalTransactionState::CommitMessage => "commit",
+        LocalTransactionState::RollbackMessage => "rollback",
+        LocalTransactionState::Unknown => "unknown",
+    }
+}
+
+struct TxnListener {
+    local: String, // commit|rollback|unknown|die
+    check: String, // commit|rollback|unknown
+    checks: Arc<AtomicI64>,
+}
+
+impl TransactionListener for TxnListener {
+    fn execute_local_transaction(
+        &self,
+        msg: &dyn MessageTrait,
+        arg: Option<&(dyn std::any::Any + Send + Sync)>,
+    ) -> LocalTransactionState {
+        let seq = arg.and_then(|a| a.downcast_ref::<usize>()).map(|s| *s as i64).unwrap_or(-1);
+        emit(json!({
+            "event": "half",
+            "seq": seq,
+            "msgId": msg.property(&"UNIQ_KEY".into()).map(|s| s.to_string()).unwrap_or_default(),
+            "transactionId": msg.transaction_id().map(|s| s.to_string()).unwrap_or_default(),
+        }));
+        if self.local == "die" {
+            // The half message is stored; END_TRANSACTION is never sent.
+            let _ = std::io::stdout().flush();
+            std::process::exit(0);
+        }
+        txn_state(&self.local)
+    }
+
+    fn check_local_transaction(&self, m: &MessageExt) -> LocalTransactionState {
+        self.checks.fetch_add(1, Ordering::SeqCst);
+        let props = m.properties();
+        let get = |k: &str| props.iter().find(|(pk, _)| pk.as_str() == k).map(|(_, v)| v.to_string());
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0);
+        emit(json!({
+            "event": "check",
+            "msgId": get("UNIQ_KEY").unwrap_or_default(),
+            "keys": get("KEYS").unwrap_or_default(),
+            "seq": get("seq").unwrap_or_default(),
+            "answer": self.check,
+            "transactionId": MessageTrait::transaction_id(m).map(|s| s.to_string()).unwrap_or_default(),
+            "checkTimes": get("TRANSACTION_CHECK_TIMES").unwrap_or_default(),
+            "ageMs": now - m.born_timestamp(),
+        }));
+        txn_state(&self.check)
+    }
+}
+
+async fn txn(runtime: Arc<ClientRuntime>, a: &Args) -> i32 {
+    let namesrv = a.req("namesrv");
+    let topic = a.req("topic");
+    let group = a.req("group");
+    let count: usize = a.num("count", None);
+    // Message content options only matter when something is sent.
+    let (tag, keys_prefix, body_size): (String, String, usize) = if count > 0 {
+        (a.req("tag"), a.req("keys-prefix"), a.num("body-size", None))
+    } else {
+        (a.opt("tag", ""), a.opt("keys-prefix", ""), a.num("body-size", Some("0")))
+    };
+    let id_prefix = a.opt("id-prefix", "m");
+    let local = a.req("local");
+    let check = a.req("check");
+    let stay: u64 = a.num("stay-secs", None);
+    if local != "die" {
+        txn_state(&local);
+    }
+    txn_state(&check);
+
+    let checks = Arc::new(AtomicI64::new(0));
+    let mut client_config = ClientConfig::default();
+    client_config.set_instance_name(format!("stratus-{}", std::process::id()).into());
+    let mut builder = TransactionMQProducer::builder(runtime)
+        .client_config(client_config)
+        .producer_group(group)
+        .name_server_addr(namesrv)
+        .send_msg_timeout(10_000)
+        .transaction_listener(TxnListener { local, check, checks: checks.clone() });
+    if count == 0 {
+        // A producer heartbeats only to brokers it knows from topic routes; one that never
+        // sends would be unknown to the broker and get no check-backs. `topics` makes the
+        // client resolve T's route at start (as Java 5.x `setTopics` does).
+        builder = builder.topics(vec![topic.clone()]);
+    }
+    let mut producer = builder.build();
+    if let Err(e) = producer.start().await {
+        err_line(-1, format!("start: {e}"));
+        emit(json!({"event":"done","sent":0,"checks":0,"errors":1}));
+        return 1;
+    }
+
+    let mut sent = 0i64;
+    let mut errors = 0i64;
+    for i in 0..count {
+        let m = match build_message(&topic, &tag, format!("{keys_prefix}-{i}"), i, make_body(&id_prefix, i, body_size)) {
+            Ok(m) => m,
+            Err(e) => {
+                errors += 1;
+                err_line(i as i64, e);
+                continue;
+            }
+        };
+        match producer.send_message_in_transaction(m, Some(i)).await {
+            Ok(t) => match t.send_result {
+                Some(r) if status_name(&r) == "SEND_OK" => {
+                    sent += 1;
+                    emit(json!({
+                        "event": "sent",
+                        "seq": i,
+                        "msgId": r.msg_id.as_ref().map(|s| s.to_string()).unwrap_or_default(),
+                        "offsetMsgId": r.offset_msg_id.clone().unwrap_or_default(),
+                        "queueId": r.message_queue.as_ref().map(|q| q.queue_id()).unwrap_or(-1),
+                        "queueOffset": r.queue_offset,
+                        "status": "SEND_OK",
+                        "local": txn_name(t.local_transaction_state.unwrap_or(LocalTransactionState::Unknown)),
+                        "transactionId": r.transaction_id.clone().unwrap_or_default(),
+                    }));
+                }
+                Some(r) => {
+                    errors += 1;
+                    err_line(i as i64, format!("status {}", status_name(&r)));
+                }
+                None => {
+                    errors += 1;
+                    err_line(i as i64, "no send result");
+                }
+            },
+            Err(e) => {
+                errors += 1;
+                err_line(i as i64, e);
+            }
+        }
+    }
+
+    tokio::time::sleep(Duration::from_secs(stay)).await;
+    if tokio::time::timeout(Duration::from_secs(10), producer.shutdown()).await.is_err() {
+        eprintln!("warning: producer shutdown did not finish in 10 s");
+    }
+    emit(json!({"event":"done","sent":sent,"checks":checks.load(Ordering::SeqCst),"errors":errors}));
+    if errors == 0 {
+        0
+    } else {
+        1
+    }
 }

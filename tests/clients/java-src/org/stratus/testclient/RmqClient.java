@@ -18,9 +18,14 @@ import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
+import org.apache.rocketmq.client.impl.factory.MQClientInstance;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
+import org.apache.rocketmq.client.producer.LocalTransactionState;
 import org.apache.rocketmq.client.producer.SendCallback;
 import org.apache.rocketmq.client.producer.SendResult;
+import org.apache.rocketmq.client.producer.TransactionListener;
+import org.apache.rocketmq.client.producer.TransactionMQProducer;
+import org.apache.rocketmq.client.producer.TransactionSendResult;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageExt;
@@ -107,7 +112,7 @@ public final class RmqClient {
 
     static void usage(String why) {
         System.err.println("error: " + why);
-        System.err.println("usage: produce|consume|pull --namesrv HOST:PORT --topic T --group G ... (see README.md)");
+        System.err.println("usage: produce|consume|pull|txn --namesrv HOST:PORT --topic T --group G ... (see README.md)");
         System.exit(64);
     }
 
@@ -127,6 +132,7 @@ public final class RmqClient {
                 case "produce": rc = produce(m); break;
                 case "consume": rc = consume(m); break;
                 case "pull": rc = pull(m); break;
+                case "txn": rc = txn(m); break;
                 default: usage("unknown command " + args[0]); rc = 64;
             }
         } catch (IllegalArgumentException e) {
@@ -135,6 +141,7 @@ public final class RmqClient {
         } catch (Throwable t) {
             emit("{\"event\":\"error\",\"seq\":-1,\"error\":" + q(errText(t)) + "}");
             emit(args[0].equals("produce") ? "{\"event\":\"done\",\"sent\":0,\"errors\":1}"
+                : args[0].equals("txn") ? "{\"event\":\"done\",\"sent\":0,\"checks\":0,\"errors\":1}"
                 : "{\"event\":\"done\",\"received\":0}");
             t.printStackTrace();
             rc = 1;
@@ -300,6 +307,137 @@ public final class RmqClient {
             errors.incrementAndGet();
             emit(errLine(seq, "status " + status));
         }
+    }
+
+    // ---------------------------------------------------------------- txn
+
+    static LocalTransactionState txnState(String answer) {
+        switch (answer) {
+            case "commit": return LocalTransactionState.COMMIT_MESSAGE;
+            case "rollback": return LocalTransactionState.ROLLBACK_MESSAGE;
+            case "unknown": return LocalTransactionState.UNKNOW;
+            default: throw new IllegalArgumentException("bad transaction answer " + answer);
+        }
+    }
+
+    static String txnName(LocalTransactionState s) {
+        if (s == null) {
+            return "unknown";
+        }
+        switch (s) {
+            case COMMIT_MESSAGE: return "commit";
+            case ROLLBACK_MESSAGE: return "rollback";
+            default: return "unknown";
+        }
+    }
+
+    /**
+     * Resolves the topic's route and heartbeats now, so the producer (group) is registered with the
+     * broker(s) of T even if it never sends (--count 0): the broker sends check-backs only to
+     * producers it knows from heartbeats, and a producer heartbeats only to brokers it knows routes of.
+     */
+    static boolean learnRoute(TransactionMQProducer producer, String topic) {
+        try {
+            MQClientInstance factory = producer.getDefaultMQProducerImpl().getMqClientFactory();
+            boolean ok = factory.updateTopicRouteInfoFromNameServer(topic);
+            factory.sendHeartbeatToAllBrokerWithLock();
+            return ok;
+        } catch (Exception e) {
+            System.err.println("route lookup for " + topic + " failed: " + e);
+            return false;
+        }
+    }
+
+    static int txn(Map<String, String> m) throws Exception {
+        String namesrv = req(m, "namesrv");
+        String topic = req(m, "topic");
+        String group = req(m, "group");
+        int count = Integer.parseInt(req(m, "count"));
+        // Message content options only matter when something is sent.
+        String tag = count > 0 ? req(m, "tag") : opt(m, "tag", "");
+        String keysPrefix = count > 0 ? req(m, "keys-prefix") : opt(m, "keys-prefix", "");
+        int bodySize = Integer.parseInt(count > 0 ? req(m, "body-size") : opt(m, "body-size", "0"));
+        String idPrefix = opt(m, "id-prefix", "m");
+        String local = req(m, "local");
+        String check = req(m, "check");
+        long staySecs = Long.parseLong(req(m, "stay-secs"));
+        if (!local.equals("die")) {
+            txnState(local);
+        }
+        final LocalTransactionState checkAnswer = txnState(check);
+        final LocalTransactionState localAnswer = local.equals("die") ? null : txnState(local);
+
+        AtomicInteger checks = new AtomicInteger();
+        TransactionMQProducer producer = new TransactionMQProducer(group);
+        producer.setNamesrvAddr(namesrv);
+        producer.setSendMsgTimeout(10000);
+        producer.setVipChannelEnabled(false);
+        producer.setInstanceName("stratus-" + ProcessHandle.current().pid());
+        producer.setTransactionListener(new TransactionListener() {
+            @Override
+            public LocalTransactionState executeLocalTransaction(Message msg, Object arg) {
+                emit("{\"event\":\"half\",\"seq\":" + arg + ",\"msgId\":" + q(msg.getProperty("UNIQ_KEY"))
+                    + ",\"transactionId\":" + q(msg.getTransactionId()) + "}");
+                if (localAnswer == null) {
+                    // --local die: the half message is stored, END_TRANSACTION is never sent.
+                    System.out.flush();
+                    Runtime.getRuntime().halt(0);
+                }
+                return localAnswer;
+            }
+
+            @Override
+            public LocalTransactionState checkLocalTransaction(MessageExt msg) {
+                checks.incrementAndGet();
+                String seq = msg.getUserProperty("seq");
+                String times = msg.getProperty("TRANSACTION_CHECK_TIMES");
+                emit("{\"event\":\"check\",\"msgId\":" + q(msg.getProperty("UNIQ_KEY")) + ",\"keys\":" + q(msg.getKeys())
+                    + ",\"seq\":" + q(seq == null ? "" : seq) + ",\"answer\":" + q(check)
+                    + ",\"transactionId\":" + q(msg.getTransactionId())
+                    + ",\"checkTimes\":" + q(times == null ? "" : times)
+                    + ",\"ageMs\":" + (System.currentTimeMillis() - msg.getBornTimestamp()) + "}");
+                return checkAnswer;
+            }
+        });
+        producer.start();
+        boolean routed = count > 0 || learnRoute(producer, topic);
+
+        int sent = 0;
+        int errors = 0;
+        for (int i = 0; i < count; i++) {
+            Message msg = new Message(topic, tag, keysPrefix + "-" + i, body(idPrefix, i, bodySize));
+            msg.putUserProperty("seq", Integer.toString(i));
+            try {
+                TransactionSendResult r = producer.sendMessageInTransaction(msg, i);
+                String status = r.getSendStatus().name();
+                if (status.equals("SEND_OK")) {
+                    sent++;
+                    emit("{\"event\":\"sent\",\"seq\":" + i + ",\"msgId\":" + q(r.getMsgId())
+                        + ",\"offsetMsgId\":" + q(r.getOffsetMsgId()) + ",\"queueId\":" + r.getMessageQueue().getQueueId()
+                        + ",\"queueOffset\":" + r.getQueueOffset() + ",\"status\":" + q(status)
+                        + ",\"local\":" + q(txnName(r.getLocalTransactionState()))
+                        + ",\"transactionId\":" + q(r.getTransactionId()) + "}");
+                } else {
+                    errors++;
+                    emit(errLine(i, "status " + status));
+                }
+            } catch (Exception e) {
+                errors++;
+                // sendMessageInTransaction wraps send failures in "send message Exception".
+                emit(errLine(i, errText(e) + (e.getCause() != null ? " <- " + errText(e.getCause()) : "")));
+            }
+        }
+
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(staySecs);
+        while (System.nanoTime() < deadline) {
+            Thread.sleep(Math.min(1000, Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime()))));
+            if (!routed) {
+                routed = learnRoute(producer, topic);
+            }
+        }
+        producer.shutdown();
+        emit("{\"event\":\"done\",\"sent\":" + sent + ",\"checks\":" + checks.get() + ",\"errors\":" + errors + "}");
+        return errors == 0 ? 0 : 1;
     }
 
     // ---------------------------------------------------------------- consume
