@@ -37,6 +37,7 @@ pub(crate) struct Broker {
     pub(crate) registry: Registry,
     pub(crate) shards: OwnedShards,
     pub(crate) transactions: crate::transaction::Transactions,
+    pub(crate) locks: crate::locks::QueueLocks,
     /// Address published in routes.
     pub(crate) advertised: String,
     /// The same as a socket address (STOREHOST of records, offset message ids).
@@ -151,6 +152,7 @@ impl App {
             registry: Registry::default(),
             shards: OwnedShards::default(),
             transactions: crate::transaction::Transactions::default(),
+            locks: crate::locks::QueueLocks::default(),
             advertised,
             store_host,
             cancel,

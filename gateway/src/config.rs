@@ -171,6 +171,10 @@ pub struct BrokerSettings {
     /// A client channel without a heartbeat for this long is dropped (`channelExpiredTimeout`).
     #[serde(with = "humantime_serde")]
     pub channel_expired_timeout: Duration,
+    /// An orderly consumer's queue lock not renewed for this long is free again
+    /// (`rocketmq.broker.rebalance.lockMaxLiveTime`).
+    #[serde(with = "humantime_serde")]
+    pub queue_lock_expiry: Duration,
     /// Most messages one pull returns.
     pub max_pull_messages: usize,
     /// Most bytes one pull returns (the first message is always returned).
@@ -268,6 +272,7 @@ impl Default for BrokerSettings {
             short_polling: Duration::from_secs(1),
             max_suspend: Duration::from_secs(20),
             channel_expired_timeout: Duration::from_secs(120),
+            queue_lock_expiry: Duration::from_secs(60),
             max_pull_messages: 32,
             max_pull_bytes: ByteSize::kib(256),
         }

@@ -111,6 +111,8 @@ async fn route(
         C::HeartBeat => processor::client::heartbeat(broker, ch, &cmd).await,
         C::UnregisterClient => processor::client::unregister(broker, ch, &cmd),
         C::GetConsumerListByGroup => processor::client::consumer_list(broker, &cmd),
+        C::LockBatchMq => processor::client::lock_batch(broker, &cmd),
+        C::UnlockBatchMq => processor::client::unlock_batch(broker, &cmd),
         C::CheckClientConfig => processor::client::check_client_config(&cmd),
         C::UpdateAndCreateTopic => processor::admin::create_topic(broker, &cmd).await,
         C::DeleteTopicInBroker | C::DeleteTopicInNamesrv => {

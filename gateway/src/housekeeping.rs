@@ -17,7 +17,11 @@ pub(crate) async fn run(broker: Arc<Broker>) {
             () = broker.cancel.cancelled() => return,
             () = broker.clock.sleep(Duration::from_secs(10)) => {}
         }
-        let n = broker.registry.expire(broker.clock.now_ms(), expiry);
+        let now = broker.clock.now_ms();
+        let n = broker.registry.expire(now, expiry);
+        let lock_expiry =
+            i64::try_from(broker.settings.broker.queue_lock_expiry.as_millis()).unwrap_or(i64::MAX);
+        broker.locks.expire(now, lock_expiry);
         if n > 0 {
             info!(expired = n, "dropped client channels without heartbeat");
         }

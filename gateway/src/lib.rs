@@ -9,6 +9,7 @@ mod dispatch;
 mod error;
 mod housekeeping;
 mod lease;
+mod locks;
 mod net;
 mod processor;
 mod registry;

@@ -890,3 +890,80 @@ async fn check_client_config_accepts_tags_and_refuses_sql92_like_a_broker_withou
         ResponseCode::SubscriptionNotExist.to_i32()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn orderly_queue_locks_are_exclusive_and_expire() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("stratus.toml");
+    std::fs::write(&cfg, "[broker]\nqueue_lock_expiry = \"1s\"\n").unwrap();
+    let node = Node::start_with(
+        &dir.path().join("data"),
+        &["--config", cfg.to_str().unwrap()],
+    )
+    .unwrap();
+    let b = connect(node.broker).await;
+    let lock = |client: &str, queues: &[i32], code: RequestCode| {
+        let mqs: Vec<String> = queues
+            .iter()
+            .map(|q| format!(r#"{{"brokerName":"broker-0","queueId":{q},"topic":"Ordered"}}"#))
+            .collect();
+        let mut cmd = req(code);
+        // C++ form: no onlyThisBroker, trailing newline.
+        cmd.body = Bytes::from(format!(
+            "{{\"clientId\":\"{client}\",\"consumerGroup\":\"og\",\"mqSet\":[{}]}}\n",
+            mqs.join(",")
+        ));
+        cmd
+    };
+    let granted = |r: RemotingCommand| -> Vec<i64> {
+        let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+        let mut q: Vec<i64> = v["lockOKMQSet"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["queueId"].as_i64().unwrap())
+            .collect();
+        q.sort_unstable();
+        q
+    };
+    let r = b
+        .invoke(lock("a", &[0, 1], RequestCode::LockBatchMq), T)
+        .await
+        .unwrap();
+    assert_eq!(granted(r), vec![0, 1]);
+    let r = b
+        .invoke(lock("b", &[1, 2], RequestCode::LockBatchMq), T)
+        .await
+        .unwrap();
+    assert_eq!(granted(r), vec![2], "a holds queue 1");
+    // Queues of a broker this node does not own are never granted.
+    let mut cmd = req(RequestCode::LockBatchMq);
+    cmd.body = Bytes::from_static(br#"{"clientId":"a","consumerGroup":"og","onlyThisBroker":false,"mqSet":[{"brokerName":"broker-9","queueId":0,"topic":"Ordered"}]}"#);
+    assert!(granted(b.invoke(cmd, T).await.unwrap()).is_empty());
+    // a unlocks queue 1; b takes it.
+    assert_eq!(
+        b.invoke(lock("a", &[1], RequestCode::UnlockBatchMq), T)
+            .await
+            .unwrap()
+            .code,
+        0
+    );
+    assert_eq!(
+        granted(
+            b.invoke(lock("b", &[1], RequestCode::LockBatchMq), T)
+                .await
+                .unwrap()
+        ),
+        vec![1]
+    );
+    // a's lock on queue 0 expires when not renewed.
+    tokio::time::sleep(Duration::from_millis(1300)).await;
+    assert_eq!(
+        granted(
+            b.invoke(lock("b", &[0], RequestCode::LockBatchMq), T)
+                .await
+                .unwrap()
+        ),
+        vec![0]
+    );
+}

@@ -7,6 +7,7 @@
 
 pub mod admin;
 pub mod heartbeat;
+pub mod lock;
 pub mod offset;
 pub mod pull;
 pub mod route;

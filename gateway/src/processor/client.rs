@@ -8,6 +8,7 @@ use stratus_compat::request::heartbeat::{
     CheckClientConfigBody, ConsumerGroupHeader, ConsumerIdList, HeartbeatData, MessageModel,
     UnregisterClientRequestHeader, decode_json_body,
 };
+use stratus_compat::request::lock::{LockBatchRequestBody, LockBatchResponseBody, MessageQueue};
 
 use super::json_body;
 use crate::app::Broker;
@@ -95,5 +96,41 @@ pub(crate) fn check_client_config(cmd: &RemotingCommand) -> Result<RemotingComma
             "The broker does not support consumer to filter message by SQL92".into(),
         ));
     }
+    Ok(success())
+}
+
+/// LOCK_BATCH_MQ: locks the requested queues of shards owned here for the client.
+pub(crate) fn lock_batch(broker: &Arc<Broker>, cmd: &RemotingCommand) -> Result<RemotingCommand> {
+    let body: LockBatchRequestBody = decode_json_body(&cmd.body)?;
+    let owned: Vec<MessageQueue> = body
+        .mq_set
+        .into_iter()
+        .filter(|mq| {
+            crate::shard::parse_shard_name(&mq.broker_name)
+                .is_some_and(|s| broker.shards.epoch(s).is_some())
+        })
+        .collect();
+    let expiry =
+        i64::try_from(broker.settings.broker.queue_lock_expiry.as_millis()).unwrap_or(i64::MAX);
+    let granted = broker.locks.lock(
+        &body.consumer_group,
+        &body.client_id,
+        owned,
+        broker.clock.now_ms(),
+        expiry,
+    );
+    let mut resp = success();
+    resp.body = json_body(&LockBatchResponseBody {
+        lock_ok_mq_set: granted,
+    })?;
+    Ok(resp)
+}
+
+/// UNLOCK_BATCH_MQ: releases the client's locks on the given queues.
+pub(crate) fn unlock_batch(broker: &Arc<Broker>, cmd: &RemotingCommand) -> Result<RemotingCommand> {
+    let body: LockBatchRequestBody = decode_json_body(&cmd.body)?;
+    broker
+        .locks
+        .unlock(&body.consumer_group, &body.client_id, body.mq_set);
     Ok(success())
 }
