@@ -16,7 +16,7 @@
 //! | [`code`] | request, response and language codes |
 //! | [`request`] | typed custom headers and JSON bodies, one module per request family |
 //! | [`message`] | stored message records, batch bodies, properties, message ids |
-//! | [`filter`] | tag filters |
+//! | [`filter`] | tag filters and the SQL92 parser and evaluator |
 //! | [`acl`] | the content an ACL `Signature` is computed over |
 //! | `codec` (feature `codec`, part of `client`) | `RemotingCodec`, a tokio-util codec over [`frame`] and [`command`] |
 //! | `client` (feature `client`) | `RemotingClient`, a small async client for tests and tools |

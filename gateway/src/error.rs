@@ -23,6 +23,9 @@ pub(crate) enum GatewayError {
     /// The topic or broker is not writable/readable, or a reserved topic.
     #[error("{0}")]
     NoPermission(String),
+    /// The subscription expression does not compile.
+    #[error("{0}")]
+    SubscriptionParseFailed(String),
     /// No subscription for the pull.
     #[error("{0}")]
     SubscriptionNotExist(String),
@@ -59,6 +62,7 @@ impl GatewayError {
             Self::MessageIllegal(_) => ResponseCode::MessageIllegal,
             Self::TopicNotExist(_) => ResponseCode::TopicNotExist,
             Self::NoPermission(_) => ResponseCode::NoPermission,
+            Self::SubscriptionParseFailed(_) => ResponseCode::SubscriptionParseFailed,
             Self::SubscriptionNotExist(_) => ResponseCode::SubscriptionNotExist,
             Self::SubscriptionNotLatest(_) => ResponseCode::SubscriptionNotLatest,
             Self::ServiceNotAvailable(_) => ResponseCode::ServiceNotAvailable,

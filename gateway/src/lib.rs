@@ -7,6 +7,7 @@ pub mod cli;
 pub mod config;
 mod dispatch;
 mod error;
+mod filter;
 mod housekeeping;
 mod lease;
 mod locks;

@@ -8,11 +8,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use stratus_compat::filter::tag::TagFilter;
 use stratus_compat::request::heartbeat::{
     ConsumeFromWhere, ConsumeType, ConsumerData, MessageModel, SubscriptionData,
 };
 
+use crate::filter::MessageFilter;
 use crate::net::Channel;
 
 /// A stored subscription of a group to a topic.
@@ -20,8 +20,8 @@ use crate::net::Channel;
 pub(crate) struct Subscription {
     /// As sent.
     pub(crate) data: SubscriptionData,
-    /// Parsed tag filter (recomputed from `sub_string`, never from the client's codes).
-    pub(crate) filter: TagFilter,
+    /// Compiled filter (tags recomputed from `sub_string`, never the client's codes).
+    pub(crate) filter: MessageFilter,
 }
 
 #[derive(Debug)]
@@ -263,7 +263,7 @@ impl Registry {
 fn subscription(sub: &SubscriptionData) -> Subscription {
     Subscription {
         data: sub.clone(),
-        filter: TagFilter::parse(&sub.sub_string),
+        filter: MessageFilter::compile(&sub.sub_string, sub.expression_type.as_deref()),
     }
 }
 

@@ -314,6 +314,45 @@ fn flow(client: &str, restart_with_kill9: bool) {
         );
     }
 
+    // Java consumers: an SQL92 subscription over properties receives exactly the matches.
+    if client.starts_with("java") {
+        let a = args(&[
+            "consume",
+            "--namesrv",
+            &node.namesrv_arg(),
+            "--topic",
+            &topic,
+            "--group",
+            &format!("SQL_{client}"),
+            "--sql",
+            "TAGS = 'TagA' AND seq BETWEEN 2 AND 5",
+            "--expect",
+            "8",
+            "--timeout-secs",
+            "90",
+            "--from",
+            "first",
+            "--idle-exit-secs",
+            "10",
+        ]);
+        let (code, events) = run_client(client, &a, &scratch, LONG).unwrap();
+        let recv: Vec<Value> = events
+            .into_iter()
+            .filter(|e| e["event"] == "recv")
+            .collect();
+        let got = check_received(client, "sql92", &recv, &sent);
+        let want: BTreeSet<String> = ["s-2", "s-3", "s-4", "s-5", "b-2", "b-3", "b-4", "b-5"]
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        assert_eq!(
+            got,
+            want,
+            "{client} sql92 (exit {code}): exactly the matching messages\nnode log:\n{}",
+            node.log_text()
+        );
+    }
+
     // Clustering: two push consumers of one group share the queues of `TagA || TagB`. Both
     // join first (the group has two members on the server), then a mixed stream arrives.
     let ctopic = format!("CL_{client}");

@@ -849,7 +849,7 @@ async fn without_auto_create_unknown_topics_do_not_exist_until_created() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn check_client_config_accepts_tags_and_refuses_sql92_like_a_broker_without_it() {
+async fn sql92_subscriptions_are_checked_and_filter_by_properties() {
     let dir = tempfile::tempdir().unwrap();
     let node = Node::start(dir.path()).unwrap();
     let b = connect(node.broker).await;
@@ -867,22 +867,79 @@ async fn check_client_config_accepts_tags_and_refuses_sql92_like_a_broker_withou
             .code,
         0
     );
-    let r = b.invoke(check("SQL92", "a > 1"), T).await.unwrap();
-    assert_eq!(r.code, ResponseCode::SystemError.to_i32());
-    assert!(r.remark.unwrap_or_default().contains("SQL92"));
-    // A pull with an SQL92 subscription gets the same answer.
-    let mut cmd = req(RequestCode::PullMessage);
-    let mut h = pull_header("T", 0, 0, "a > 1", 0);
-    h.expression_type = Some("SQL92".into());
-    h.write_to(&mut cmd);
-    assert_eq!(route(&b, "T").await.code, 0);
     assert_eq!(
-        b.invoke(cmd, T).await.unwrap().code,
-        ResponseCode::SystemError.to_i32()
+        b.invoke(check("SQL92", "a > 1 AND b IS NOT NULL"), T)
+            .await
+            .unwrap()
+            .code,
+        0
+    );
+    let r = b.invoke(check("SQL92", "a >"), T).await.unwrap();
+    assert_eq!(r.code, ResponseCode::SubscriptionParseFailed.to_i32());
+
+    // A mixed stream: a = 0..10, b set on even ones.
+    for i in 0..10 {
+        let mut p = Properties::default();
+        p.insert(keys::TAGS, if i % 3 == 0 { "TagA" } else { "TagB" });
+        p.insert("a", &i.to_string());
+        if i % 2 == 0 {
+            p.insert("b", "x");
+        }
+        let mut cmd = req(RequestCode::SendMessageV2);
+        let mut h = send_header("SqlTopic", 0, "", &format!("k{i}"));
+        h.properties = Some(p.encode());
+        h.write_v2(&mut cmd);
+        cmd.body = Bytes::from(format!("m{i}"));
+        assert_eq!(b.invoke(cmd, T).await.unwrap().code, 0);
+    }
+    let sql_pull = |expr: &str, offset: i64| {
+        let mut cmd = req(RequestCode::PullMessage);
+        let mut h = pull_header("SqlTopic", 0, offset, expr, 0);
+        h.expression_type = Some("SQL92".into());
+        h.write_to(&mut cmd);
+        cmd
+    };
+    let mut got = Vec::new();
+    let mut offset = 0;
+    loop {
+        let r = b
+            .invoke(sql_pull("a BETWEEN 3 AND 8 AND b IS NOT NULL", offset), T)
+            .await
+            .unwrap();
+        let h = PullMessageResponseHeader::from_command(&r).unwrap();
+        if r.code == 0 {
+            got.extend(
+                MessageExt::decode_all(r.body.clone())
+                    .unwrap()
+                    .into_iter()
+                    .map(|m| m.body),
+            );
+        } else if r.code != ResponseCode::PullRetryImmediately.to_i32() {
+            break;
+        }
+        offset = h.next_begin_offset;
+    }
+    assert_eq!(
+        got,
+        vec![Bytes::from("m4"), Bytes::from("m6"), Bytes::from("m8")]
+    );
+    // Nothing matches → PULL_RETRY_IMMEDIATELY past every examined entry.
+    let r = b.invoke(sql_pull("a > 100", 0), T).await.unwrap();
+    assert_eq!(r.code, ResponseCode::PullRetryImmediately.to_i32());
+    assert_eq!(
+        PullMessageResponseHeader::from_command(&r)
+            .unwrap()
+            .next_begin_offset,
+        10
+    );
+    // A broken expression in a pull → SUBSCRIPTION_PARSE_FAILED.
+    assert_eq!(
+        b.invoke(sql_pull("a >", 0), T).await.unwrap().code,
+        ResponseCode::SubscriptionParseFailed.to_i32()
     );
     // A pull for a group that never sent a heartbeat and carries no subscription.
     let mut cmd = req(RequestCode::PullMessage);
-    let mut h = pull_header("T", 0, 0, "*", 0);
+    let mut h = pull_header("SqlTopic", 0, 0, "*", 0);
     h.sys_flag = 0;
     h.write_to(&mut cmd);
     assert_eq!(

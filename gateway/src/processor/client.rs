@@ -14,6 +14,7 @@ use super::json_body;
 use crate::app::Broker;
 use crate::dispatch::success;
 use crate::error::{GatewayError, Result};
+use crate::filter::MessageFilter;
 use crate::net::Channel;
 use crate::topics::{PERM_READ, PERM_WRITE, RETRY_PREFIX, topic_config};
 
@@ -83,18 +84,18 @@ pub(crate) fn consumer_list(
     Ok(resp)
 }
 
-/// CHECK_CLIENT_CONFIG: tag subscriptions are accepted; SQL92 is not supported yet.
+/// CHECK_CLIENT_CONFIG: tag subscriptions are accepted; SQL92 ones must compile
+/// (SUBSCRIPTION_PARSE_FAILED otherwise).
 pub(crate) fn check_client_config(cmd: &RemotingCommand) -> Result<RemotingCommand> {
     let body: CheckClientConfigBody = decode_json_body(&cmd.body)?;
-    let sql = body
-        .subscription_data
-        .as_ref()
-        .and_then(|s| s.expression_type.as_deref())
-        .is_some_and(|t| t.eq_ignore_ascii_case("SQL92"));
-    if sql {
-        return Err(GatewayError::System(
-            "The broker does not support consumer to filter message by SQL92".into(),
-        ));
+    if let Some(sub) = &body.subscription_data
+        && let MessageFilter::Invalid(e) =
+            MessageFilter::compile(&sub.sub_string, sub.expression_type.as_deref())
+    {
+        return Err(GatewayError::SubscriptionParseFailed(format!(
+            "Parse the consumer's subscription[{}] error: {e}",
+            sub.sub_string
+        )));
     }
     Ok(success())
 }

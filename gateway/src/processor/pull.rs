@@ -10,7 +10,7 @@ use std::time::Duration;
 use bytes::BytesMut;
 use stratus_compat::ResponseCode;
 use stratus_compat::command::RemotingCommand;
-use stratus_compat::filter::tag::TagFilter;
+use stratus_compat::message::record::MessageExt;
 use stratus_compat::request::pull::{
     PULL_FLAG_CLASS_FILTER, PULL_FLAG_COMMIT_OFFSET, PULL_FLAG_SUBSCRIPTION, PULL_FLAG_SUSPEND,
     PullMessageRequestHeader, PullMessageResponseHeader,
@@ -22,6 +22,7 @@ use stratus_segments::format::EntryMeta;
 use crate::app::Broker;
 use crate::dispatch::respond;
 use crate::error::{GatewayError, Result};
+use crate::filter::MessageFilter;
 use crate::net::Channel;
 use crate::topics::PERM_READ;
 
@@ -147,51 +148,47 @@ pub(crate) async fn handle(
     Ok(resp)
 }
 
-/// The tag filter of this pull: from the header with the SUBSCRIPTION bit, else from the
-/// group's heartbeat.
-fn subscription_filter(broker: &Broker, h: &PullMessageRequestHeader) -> Result<TagFilter> {
+/// The filter of this pull: from the header with the SUBSCRIPTION bit, else from the
+/// group's heartbeat. An SQL92 expression that does not compile → SUBSCRIPTION_PARSE_FAILED.
+fn subscription_filter(broker: &Broker, h: &PullMessageRequestHeader) -> Result<MessageFilter> {
     if h.has_flag(PULL_FLAG_CLASS_FILTER) {
-        return Ok(TagFilter::parse("*"));
+        return Ok(MessageFilter::compile("*", None));
     }
-    if h.has_flag(PULL_FLAG_SUBSCRIPTION) {
-        if is_sql(h.expression_type.as_deref()) {
-            return Err(GatewayError::System(
-                "The broker does not support consumer to filter message by SQL92".into(),
-            ));
+    let filter = if h.has_flag(PULL_FLAG_SUBSCRIPTION) {
+        MessageFilter::compile(
+            h.subscription.as_deref().unwrap_or("*"),
+            h.expression_type.as_deref(),
+        )
+    } else {
+        let sub = broker
+            .registry
+            .subscription(&h.consumer_group, &h.topic)
+            .map_err(|()| {
+                GatewayError::SubscriptionNotExist(format!(
+                    "the consumer's group info not exist, group: {}",
+                    h.consumer_group
+                ))
+            })?
+            .ok_or_else(|| {
+                GatewayError::SubscriptionNotExist(format!(
+                    "the consumer's subscription not exist, group: {}, topic: {}",
+                    h.consumer_group, h.topic
+                ))
+            })?;
+        if sub.data.sub_version < h.sub_version {
+            return Err(GatewayError::SubscriptionNotLatest(format!(
+                "the consumer's subscription not latest, group: {} subscription version: {}",
+                h.consumer_group, sub.data.sub_version
+            )));
         }
-        return Ok(TagFilter::parse(h.subscription.as_deref().unwrap_or("*")));
-    }
-    let sub = broker
-        .registry
-        .subscription(&h.consumer_group, &h.topic)
-        .map_err(|()| {
-            GatewayError::SubscriptionNotExist(format!(
-                "the consumer's group info not exist, group: {}",
-                h.consumer_group
-            ))
-        })?
-        .ok_or_else(|| {
-            GatewayError::SubscriptionNotExist(format!(
-                "the consumer's subscription not exist, group: {}, topic: {}",
-                h.consumer_group, h.topic
-            ))
-        })?;
-    if sub.data.sub_version < h.sub_version {
-        return Err(GatewayError::SubscriptionNotLatest(format!(
-            "the consumer's subscription not latest, group: {} subscription version: {}",
-            h.consumer_group, sub.data.sub_version
+        sub.filter
+    };
+    if let MessageFilter::Invalid(e) = &filter {
+        return Err(GatewayError::SubscriptionParseFailed(format!(
+            "parse the consumer's subscription failed: {e}"
         )));
     }
-    if is_sql(sub.data.expression_type.as_deref()) {
-        return Err(GatewayError::System(
-            "The broker does not support consumer to filter message by SQL92".into(),
-        ));
-    }
-    Ok(sub.filter)
-}
-
-fn is_sql(expression_type: Option<&str>) -> bool {
-    expression_type.is_some_and(|t| t.eq_ignore_ascii_case("SQL92"))
+    Ok(filter)
 }
 
 async fn pull_once(
@@ -200,7 +197,7 @@ async fn pull_once(
     offset: i64,
     max_count: usize,
     max_bytes: usize,
-    filter: &TagFilter,
+    filter: &MessageFilter,
 ) -> Result<Attempt> {
     let min = broker.heads.min_offset(queue).0;
     let max = broker.heads.max_offset(queue).0;
@@ -246,15 +243,29 @@ async fn pull_once(
         .reader
         .read(queue, QueueOffset(offset), max_count, max_bytes, &matches)
         .await?;
-    if batch.messages.is_empty() {
+    // SQL92 filters need the properties: evaluate them on the records read. Entries they
+    // reject still count as examined, so `next` moves past them for good.
+    let messages: Vec<&bytes::Bytes> = if filter.needs_properties() {
+        batch
+            .messages
+            .iter()
+            .filter(|m| {
+                MessageExt::decode(&mut (*m).clone())
+                    .is_ok_and(|r| filter.matches_properties(&r.properties))
+            })
+            .collect()
+    } else {
+        batch.messages.iter().collect()
+    };
+    if messages.is_empty() {
         return Ok(status(
             ResponseCode::PullRetryImmediately,
             "NO_MATCHED_MESSAGE",
             batch.next_offset.0,
         ));
     }
-    let mut body = BytesMut::with_capacity(batch.messages.iter().map(bytes::Bytes::len).sum());
-    for m in &batch.messages {
+    let mut body = BytesMut::with_capacity(messages.iter().map(|m| m.len()).sum());
+    for m in messages {
         body.extend_from_slice(m);
     }
     Ok(Attempt {

@@ -532,7 +532,13 @@ public final class RmqClient {
         } else {
             throw new IllegalArgumentException("bad --from " + from);
         }
-        consumer.subscribe(topic, expr);
+        String sql = opt(m, "sql", "");
+        if (sql.isEmpty()) {
+            consumer.subscribe(topic, expr);
+        } else {
+            // SQL92 over message properties (--sql replaces --expr).
+            consumer.subscribe(topic, org.apache.rocketmq.client.consumer.MessageSelector.bySql(sql));
+        }
         Receiver rx = new Receiver(expect);
         consumer.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
             for (MessageExt msg : msgs) {
