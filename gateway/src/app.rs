@@ -204,6 +204,7 @@ impl App {
         broker
             .tracker
             .spawn(crate::transaction::run_checker(broker.clone()));
+        broker.tracker.spawn(crate::schedule::run(broker.clone()));
         shutdown.await;
         info!("shutting down");
         let grace = broker.settings.node.shutdown_grace;

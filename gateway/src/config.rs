@@ -171,6 +171,8 @@ pub struct BrokerSettings {
     /// A client channel without a heartbeat for this long is dropped (`channelExpiredTimeout`).
     #[serde(with = "humantime_serde")]
     pub channel_expired_timeout: Duration,
+    /// Delay of each delay level, 1-based (`messageDelayLevel`; units s, m, h, d).
+    pub message_delay_level: String,
     /// An orderly consumer's queue lock not renewed for this long is free again
     /// (`rocketmq.broker.rebalance.lockMaxLiveTime`).
     #[serde(with = "humantime_serde")]
@@ -273,6 +275,8 @@ impl Default for BrokerSettings {
             max_suspend: Duration::from_secs(20),
             channel_expired_timeout: Duration::from_secs(120),
             queue_lock_expiry: Duration::from_secs(60),
+            message_delay_level: "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+                .into(),
             max_pull_messages: 32,
             max_pull_bytes: ByteSize::kib(256),
         }
@@ -392,6 +396,9 @@ impl Settings {
                 "broker.max_message_size",
                 "must be between 1 byte and 15 MiB",
             );
+        }
+        if let Err(e) = crate::schedule::parse_levels(&self.broker.message_delay_level) {
+            return bad("broker.message_delay_level", &e);
         }
         if self.transaction.max_checks < 1 {
             return bad("transaction.max_checks", "must be at least 1");

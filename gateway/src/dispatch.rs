@@ -111,6 +111,7 @@ async fn route(
         C::HeartBeat => processor::client::heartbeat(broker, ch, &cmd).await,
         C::UnregisterClient => processor::client::unregister(broker, ch, &cmd),
         C::GetConsumerListByGroup => processor::client::consumer_list(broker, &cmd),
+        C::ConsumerSendMsgBack => crate::schedule::send_back(broker, &cmd).await,
         C::LockBatchMq => processor::client::lock_batch(broker, &cmd),
         C::UnlockBatchMq => processor::client::unlock_batch(broker, &cmd),
         C::CheckClientConfig => processor::client::check_client_config(&cmd),

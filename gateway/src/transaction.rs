@@ -213,7 +213,12 @@ pub(crate) async fn end(
                 h.commit_log_offset
             ))
         })?;
-        let msg = committed_message(&half, record, broker.store_host)?;
+        let msg = committed_message(
+            &half,
+            record,
+            broker.store_host,
+            crate::schedule::levels(broker).len(),
+        )?;
         let ticket = broker.writer.append_with(shard, vec![msg], |_, _, _| {
             vec![SegmentEffect::HalfResolved { shard, handle }]
         })?;
@@ -233,6 +238,7 @@ fn committed_message(
     half: &HalfMessage,
     record: Bytes,
     store_host: SocketAddr,
+    levels: usize,
 ) -> Result<MessageToStore> {
     let mut src = record;
     let m = MessageExt::decode(&mut src)
@@ -243,7 +249,8 @@ fn committed_message(
     props.remove(keys::TRAN_MSG);
     let tags_code = props.get(keys::TAGS).map_or(0, java_string_hash);
     let host_bits = sysflag::BORNHOST_V6 | sysflag::STOREHOST_V6;
-    Ok(MessageToStore {
+    let delay = crate::schedule::requested_level(&props);
+    let mut msg = MessageToStore {
         topic: half.real_topic.clone(),
         queue_id: half.real_queue_id,
         flag: m.flag,
@@ -257,7 +264,13 @@ fn committed_message(
         body: m.body,
         properties: props.encode(),
         tags_code,
-    })
+    };
+    // A committed message with a delay level waits in the schedule topic (the reference
+    // applies the delay at commit time).
+    if let Some(level) = delay {
+        crate::schedule::to_scheduled(&mut msg, level, levels);
+    }
+    Ok(msg)
 }
 
 /// The check-back loop: every `transaction.check_interval`, each owned shard's due half

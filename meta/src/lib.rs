@@ -153,6 +153,11 @@ pub trait MetaStore: Send + Sync + Debug {
     ) -> Result<bool>;
     /// Deletes a pending row (rollback, or discard after max checks); true if it existed.
     async fn resolve_half_message(&self, shard: ShardId, handle: CommitLogOffset) -> Result<bool>;
+    /// Delivery progress of the delay-level scheduler of a shard: (level, next offset) for
+    /// every level that has delivered something (advanced by
+    /// [`SegmentEffect::ScheduleProgress`]).
+    async fn schedule_progress(&self, shard: ShardId) -> Result<Vec<(i32, QueueOffset)>>;
+
     /// Every pending half message of a shard (admin/tests), ordered by handle.
     async fn half_messages(&self, shard: ShardId) -> Result<Vec<HalfMessage>>;
 

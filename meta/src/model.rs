@@ -175,6 +175,16 @@ pub enum SegmentEffect {
         /// Full commit-log handle of the half record.
         handle: CommitLogOffset,
     },
+    /// Advance the delay-level scheduler: a message of `SCHEDULE_TOPIC_XXXX` queue
+    /// `level - 1` up to `next_offset` (exclusive) was delivered by a record in this section.
+    ScheduleProgress {
+        /// Shard.
+        shard: ShardId,
+        /// Delay level (1-based).
+        level: i32,
+        /// Next schedule-queue offset to deliver.
+        next_offset: QueueOffset,
+    },
 }
 
 impl SegmentEffect {
@@ -182,7 +192,7 @@ impl SegmentEffect {
     pub fn shard(&self) -> ShardId {
         match self {
             Self::HalfPrepared(h) => h.shard,
-            Self::HalfResolved { shard, .. } => *shard,
+            Self::HalfResolved { shard, .. } | Self::ScheduleProgress { shard, .. } => *shard,
         }
     }
 }

@@ -26,7 +26,7 @@ use crate::dispatch::success;
 use crate::error::{GatewayError, Result};
 use crate::net::Channel;
 use crate::topics::{self, PERM_WRITE, RETRY_PREFIX};
-use crate::transaction;
+use crate::{schedule, transaction};
 
 /// Longest properties string (stored with an i16 length).
 const MAX_PROPERTIES_LEN: usize = 32_767;
@@ -204,16 +204,8 @@ fn append(
         (out, None)
     } else {
         let props = Properties::parse(&props_text);
-        if props
-            .get(keys::DELAY)
-            .and_then(|d| d.trim().parse::<i32>().ok())
-            .is_some_and(|d| d > 0)
-        {
-            return Err(GatewayError::MessageIllegal(
-                "delay levels are not supported yet".into(),
-            ));
-        }
         let half = transaction::is_half(&props, header.sys_flag);
+        let delay = schedule::requested_level(&props);
         let mut msg = base.message(broker, shard, header.flag, body, props, 0)?;
         let uniq = Properties::parse(&msg.properties)
             .get(keys::UNIQ_KEY)
@@ -234,6 +226,17 @@ fn append(
                             .into_iter()
                             .collect()
                     })?;
+            return Ok(Appended {
+                ticket,
+                uniq_key: uniq,
+                reply_queue_id: Some(queue_id),
+            });
+        }
+        if let Some(level) = delay {
+            // Stored in the schedule topic until due; the answer names the requested queue
+            // and the schedule-queue offset, as the reference's.
+            schedule::to_scheduled(&mut msg, level, schedule::levels(broker).len());
+            let ticket = broker.writer.append(shard, vec![msg])?;
             return Ok(Appended {
                 ticket,
                 uniq_key: uniq,

@@ -61,6 +61,22 @@ pub(super) async fn apply_effects(
             SegmentEffect::HalfResolved { shard, handle } => {
                 delete(&mut **tx, *shard, *handle).await?;
             }
+            SegmentEffect::ScheduleProgress {
+                shard,
+                level,
+                next_offset,
+            } => {
+                sqlx::query(
+                    "INSERT INTO schedule_progress (shard_id, level, next_offset) VALUES ($1, $2, $3) \
+                     ON CONFLICT (shard_id, level) DO UPDATE SET next_offset = excluded.next_offset",
+                )
+                .bind(shard_to_db(*shard))
+                .bind(*level)
+                .bind(next_offset.0)
+                .execute(&mut **tx)
+                .await
+                .map_err(db_err("advance schedule progress"))?;
+            }
         }
     }
     Ok(())
@@ -186,4 +202,19 @@ pub(super) async fn half_messages(pool: &SqlitePool, shard: ShardId) -> Result<V
     .await
     .map_err(db_err("list half messages"))?;
     rows.into_iter().map(half_from_row).collect()
+}
+
+/// Every delay level's delivery progress of a shard, by level.
+pub(super) async fn schedule_progress(
+    pool: &SqlitePool,
+    shard: ShardId,
+) -> Result<Vec<(i32, QueueOffset)>> {
+    let rows: Vec<(i32, i64)> = sqlx::query_as(
+        "SELECT level, next_offset FROM schedule_progress WHERE shard_id = $1 ORDER BY level",
+    )
+    .bind(shard_to_db(shard))
+    .fetch_all(pool)
+    .await
+    .map_err(db_err("read schedule progress"))?;
+    Ok(rows.into_iter().map(|(l, o)| (l, QueueOffset(o))).collect())
 }

@@ -63,6 +63,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "half_messages",
         include_str!("../../migrations/sqlite/002_half_messages.sql"),
     ),
+    (
+        3,
+        "schedule_progress",
+        include_str!("../../migrations/sqlite/003_schedule_progress.sql"),
+    ),
 ];
 
 /// SQLite-backed [`MetaStore`].
@@ -309,6 +314,10 @@ impl MetaStore for EmbeddedMeta {
 
     async fn half_messages(&self, shard: ShardId) -> Result<Vec<HalfMessage>> {
         half::half_messages(&self.reader, shard).await
+    }
+
+    async fn schedule_progress(&self, shard: ShardId) -> Result<Vec<(i32, QueueOffset)>> {
+        half::schedule_progress(&self.reader, shard).await
     }
 
     /// Round trips: **1** (a single multi-row upsert, its own transaction) for up to 500

@@ -510,3 +510,69 @@ pub(super) async fn record_half_check_and_resolve(store: &dyn MetaStore) {
     );
     assert_eq!(all(store, 9_999).await, vec![]);
 }
+
+/// Schedule progress advances only with its section's commit and is read back per shard.
+pub(super) async fn schedule_progress_advances_with_its_section(store: &dyn MetaStore) {
+    let a = node("node-a");
+    let e = take(store, 32, &a).await;
+    assert!(
+        store
+            .schedule_progress(ShardId(32))
+            .await
+            .expect("read")
+            .is_empty()
+    );
+    let progress = |level, next| SegmentEffect::ScheduleProgress {
+        shard: ShardId(32),
+        level,
+        next_offset: QueueOffset(next),
+    };
+    let first = SegmentCommit {
+        effects: vec![progress(3, 1), progress(1, 4)],
+        ..section(
+            32,
+            e,
+            &a,
+            "seg-32-1",
+            0,
+            10,
+            vec![append("real-32", 0, 0, 1, 1, 1)],
+        )
+    };
+    store.commit_segment(&[first]).await.expect("commit");
+    assert_eq!(
+        store.schedule_progress(ShardId(32)).await.expect("read"),
+        vec![(1, QueueOffset(4)), (3, QueueOffset(1))]
+    );
+    // A refused (non-contiguous) commit does not move it.
+    let refused = SegmentCommit {
+        effects: vec![progress(3, 9)],
+        ..section(
+            32,
+            e,
+            &a,
+            "seg-32-bad",
+            99,
+            109,
+            vec![append("real-32", 0, 1, 1, 2, 2)],
+        )
+    };
+    assert!(store.commit_segment(&[refused]).await.is_err());
+    let next = SegmentCommit {
+        effects: vec![progress(3, 2)],
+        ..section(
+            32,
+            e,
+            &a,
+            "seg-32-2",
+            10,
+            20,
+            vec![append("real-32", 0, 1, 1, 2, 2)],
+        )
+    };
+    store.commit_segment(&[next]).await.expect("commit");
+    assert_eq!(
+        store.schedule_progress(ShardId(32)).await.expect("read"),
+        vec![(1, QueueOffset(4)), (3, QueueOffset(2))]
+    );
+}

@@ -27,7 +27,7 @@ use crate::model::{
 /// Shards [`run_all`] creates after the shard-creation check. Checks use distinct ids:
 /// 0–3 shard creation, 4–10 leases, 11–20 commits, 21–23 lookups, 24–25 batches, 26–31 half
 /// messages; 9999 is a shard that never exists.
-const SHARDS: u32 = 32;
+const SHARDS: u32 = 40;
 
 /// Runs every conformance check against `store` (which must be empty). Panics on failure.
 pub async fn run_all(store: &dyn MetaStore) {
@@ -76,6 +76,7 @@ pub async fn run_all(store: &dyn MetaStore) {
     half::half_resolved_deletes_and_is_idempotent(store).await;
     half::due_half_messages_are_ordered_and_limited(store).await;
     half::record_half_check_and_resolve(store).await;
+    half::schedule_progress_advances_with_its_section(store).await;
 }
 
 // ----- helpers shared by the checks -----

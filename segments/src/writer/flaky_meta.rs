@@ -146,6 +146,10 @@ impl MetaStore for FlakyMeta {
     async fn half_messages(&self, shard: ShardId) -> Result<Vec<HalfMessage>> {
         self.inner.half_messages(shard).await
     }
+
+    async fn schedule_progress(&self, shard: ShardId) -> Result<Vec<(i32, QueueOffset)>> {
+        self.inner.schedule_progress(shard).await
+    }
     async fn commit_consumer_offsets(&self, offsets: &[ConsumerOffset]) -> Result<()> {
         self.inner.commit_consumer_offsets(offsets).await
     }
