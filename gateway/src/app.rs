@@ -205,6 +205,9 @@ impl App {
             .tracker
             .spawn(crate::transaction::run_checker(broker.clone()));
         broker.tracker.spawn(crate::schedule::run(broker.clone()));
+        broker
+            .tracker
+            .spawn(crate::schedule::run_timers(broker.clone()));
         shutdown.await;
         info!("shutting down");
         let grace = broker.settings.node.shutdown_grace;

@@ -7,6 +7,10 @@
 //! queue (DELAY removed) together with a `ScheduleProgress` effect, so the delivery and the
 //! level's progress commit in one meta transaction and a restart neither repeats nor loses
 //! a delivery. Mirrors `ScheduleMessageService` and `HookUtils#handleScheduleMessage`.
+//!
+//! Timer messages (5.x `TIMER_*` properties) wait in `rmq_sys_wheel_timer` queue 0; their
+//! due time is indexed in meta (`SegmentEffect::TimerScheduled`) and delivery removes the
+//! index row in the same commit (`TimerDelivered`). See `docs/timers.md`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -82,6 +86,91 @@ pub(crate) fn to_scheduled(msg: &mut MessageToStore, level: i32, max_level: usiz
     msg.properties = props.encode();
     msg.topic = Topic::new(SCHEDULE_TOPIC);
     msg.queue_id = QueueId(level - 1);
+}
+
+/// Topic of pending timer messages.
+pub(crate) const TIMER_TOPIC: &str = "rmq_sys_wheel_timer";
+const TIMER_DELIVER_MS: &str = "TIMER_DELIVER_MS";
+const TIMER_DELAY_SEC: &str = "TIMER_DELAY_SEC";
+const TIMER_DELAY_MS: &str = "TIMER_DELAY_MS";
+const TIMER_OUT_MS: &str = "TIMER_OUT_MS";
+
+/// The delivery time a send asks for with the 5.x timer properties (`TIMER_DELIVER_MS`
+/// absolute, else `TIMER_DELAY_SEC` / `TIMER_DELAY_MS` from `now_ms`). No three-day cap.
+///
+/// # Errors
+/// MESSAGE_ILLEGAL for a value that is not a number.
+pub(crate) fn requested_timer(props: &Properties, now_ms: i64) -> Result<Option<i64>> {
+    let num = |k: &str| -> Result<Option<i64>> {
+        props
+            .get(k)
+            .map(|v| {
+                v.trim().parse::<i64>().map_err(|_| {
+                    GatewayError::MessageIllegal(format!(
+                        "timer property {k} is not a number: {v:?}"
+                    ))
+                })
+            })
+            .transpose()
+    };
+    if let Some(at) = num(TIMER_DELIVER_MS)? {
+        return Ok(Some(at));
+    }
+    if let Some(s) = num(TIMER_DELAY_SEC)? {
+        return Ok(Some(now_ms.saturating_add(s.saturating_mul(1000))));
+    }
+    Ok(num(TIMER_DELAY_MS)?.map(|ms| now_ms.saturating_add(ms)))
+}
+
+/// Moves a message into the timer topic until `due_ms`.
+pub(crate) fn to_timer(msg: &mut MessageToStore, due_ms: i64) {
+    let mut props = Properties::parse(&msg.properties);
+    props.insert(keys::REAL_TOPIC, msg.topic.as_str());
+    props.insert(keys::REAL_QID, &msg.queue_id.0.to_string());
+    props.insert(TIMER_OUT_MS, &due_ms.to_string());
+    msg.properties = props.encode();
+    msg.topic = Topic::new(TIMER_TOPIC);
+    msg.queue_id = QueueId(0);
+}
+
+/// The timer loop: every 50 ms, each owned shard delivers its due timer messages (found
+/// through meta's due-time index, never by scanning).
+pub(crate) async fn run_timers(broker: Arc<Broker>) {
+    loop {
+        tokio::select! {
+            () = broker.cancel.cancelled() => return,
+            () = broker.clock.sleep(Duration::from_millis(50)) => {}
+        }
+        for (shard, _) in broker.shards.all() {
+            if let Err(e) = deliver_timers(&broker, shard).await {
+                warn!(%shard, error = %e, "timer delivery failed; will retry");
+            }
+        }
+    }
+}
+
+async fn deliver_timers(broker: &Broker, shard: ShardId) -> Result<()> {
+    for (handle, _due) in broker
+        .meta
+        .due_timers(shard, broker.clock.now_ms(), 256)
+        .await?
+    {
+        let Some(record) = broker.reader.read_by_handle(handle).await? else {
+            warn!(%shard, handle = handle.0, "timer record missing");
+            continue;
+        };
+        let m = MessageExt::decode(&mut record.clone())
+            .map_err(|e| GatewayError::System(format!("corrupt timer message: {e}")))?;
+        let Some(msg) = delivered(&m, broker) else {
+            warn!(%shard, handle = handle.0, "timer message without a valid real topic");
+            continue;
+        };
+        let ticket = broker.writer.append_with(shard, vec![msg], |_, _, _| {
+            vec![SegmentEffect::TimerDelivered { shard, handle }]
+        })?;
+        ticket.durable().await?;
+    }
+    Ok(())
 }
 
 /// The delay level a send asks for (`DELAY` > 0), if any.
@@ -192,7 +281,12 @@ fn delivered(m: &MessageExt, broker: &Broker) -> Option<MessageToStore> {
     let topic = props.get(keys::REAL_TOPIC)?.to_owned();
     let queue_id: i32 = props.get(keys::REAL_QID)?.parse().ok()?;
     props.remove(keys::DELAY);
-    for k in ["TIMER_DELIVER_MS", "TIMER_DELAY_SEC", "TIMER_DELAY_MS"] {
+    for k in [
+        TIMER_DELIVER_MS,
+        TIMER_DELAY_SEC,
+        TIMER_DELAY_MS,
+        TIMER_OUT_MS,
+    ] {
         props.remove(k);
     }
     let tags_code = props.get(keys::TAGS).map_or(0, java_string_hash);

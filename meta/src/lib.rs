@@ -158,6 +158,15 @@ pub trait MetaStore: Send + Sync + Debug {
     /// [`SegmentEffect::ScheduleProgress`]).
     async fn schedule_progress(&self, shard: ShardId) -> Result<Vec<(i32, QueueOffset)>>;
 
+    /// Timer messages of a shard due at `now_ms` ([`SegmentEffect::TimerScheduled`] and not
+    /// yet [`SegmentEffect::TimerDelivered`]), earliest first: (handle, due time).
+    async fn due_timers(
+        &self,
+        shard: ShardId,
+        now_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<(CommitLogOffset, i64)>>;
+
     /// Every pending half message of a shard (admin/tests), ordered by handle.
     async fn half_messages(&self, shard: ShardId) -> Result<Vec<HalfMessage>>;
 

@@ -175,6 +175,22 @@ pub enum SegmentEffect {
         /// Full commit-log handle of the half record.
         handle: CommitLogOffset,
     },
+    /// Register a timer message stored in this section, due at `due_ms`.
+    TimerScheduled {
+        /// Shard.
+        shard: ShardId,
+        /// Handle of the stored timer record.
+        handle: CommitLogOffset,
+        /// Delivery time, ms since the epoch.
+        due_ms: i64,
+    },
+    /// Remove a timer: its message was delivered by a record in this section (idempotent).
+    TimerDelivered {
+        /// Shard.
+        shard: ShardId,
+        /// Handle of the timer record.
+        handle: CommitLogOffset,
+    },
     /// Advance the delay-level scheduler: a message of `SCHEDULE_TOPIC_XXXX` queue
     /// `level - 1` up to `next_offset` (exclusive) was delivered by a record in this section.
     ScheduleProgress {
@@ -192,7 +208,10 @@ impl SegmentEffect {
     pub fn shard(&self) -> ShardId {
         match self {
             Self::HalfPrepared(h) => h.shard,
-            Self::HalfResolved { shard, .. } | Self::ScheduleProgress { shard, .. } => *shard,
+            Self::HalfResolved { shard, .. }
+            | Self::ScheduleProgress { shard, .. }
+            | Self::TimerScheduled { shard, .. }
+            | Self::TimerDelivered { shard, .. } => *shard,
         }
     }
 }

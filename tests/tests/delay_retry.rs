@@ -35,7 +35,20 @@ async fn send(
     key: &str,
     delay: Option<i32>,
 ) -> SendMessageResponseHeader {
+    send_with(c, topic, key, delay, &[]).await
+}
+
+async fn send_with(
+    c: &RemotingClient,
+    topic: &str,
+    key: &str,
+    delay: Option<i32>,
+    extra: &[(&str, String)],
+) -> SendMessageResponseHeader {
     let mut p = Properties::default();
+    for (k, v) in extra {
+        p.insert(k, v);
+    }
     p.insert(keys::TAGS, "TagD");
     p.insert(keys::KEYS, key);
     p.insert(keys::UNIQ_KEY, &format!("UNIQ-{key}"));
@@ -235,4 +248,121 @@ async fn send_back_retries_with_a_raised_count_then_dead_letters() {
         cmd.put_ext("topic", t);
         assert_eq!(c.invoke(cmd, T).await.unwrap().code, 0);
     }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timer_messages_arrive_at_their_time_with_sub_second_precision() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut node = start(dir.path());
+    let c = RemotingClient::connect(node.broker).await.unwrap();
+    let t0 = now_ms();
+    send_with(
+        &c,
+        "Timers",
+        "abs",
+        None,
+        &[("TIMER_DELIVER_MS", (t0 + 1_500).to_string())],
+    )
+    .await;
+    send_with(
+        &c,
+        "Timers",
+        "rel",
+        None,
+        &[("TIMER_DELAY_MS", "700".to_string())],
+    )
+    .await;
+    // Four days ahead: accepted (no three-day cap), and not delivered now.
+    send_with(
+        &c,
+        "Timers",
+        "far",
+        None,
+        &[("TIMER_DELAY_SEC", (4 * 86_400).to_string())],
+    )
+    .await;
+    // A time in the past means now.
+    send_with(
+        &c,
+        "Timers",
+        "past",
+        None,
+        &[("TIMER_DELIVER_MS", (t0 - 10_000).to_string())],
+    )
+    .await;
+    let got = wait_for(&c, "Timers", 2, 3, Duration::from_secs(10)).await;
+    let arrived = now_ms() - t0;
+    let keys: Vec<String> = got
+        .iter()
+        .map(|m| {
+            Properties::parse(&m.properties)
+                .get(keys::KEYS)
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(keys, vec!["past", "rel", "abs"]);
+    assert!(
+        got[2].store_timestamp >= t0 + 1_500,
+        "never early: stored {} < due {}",
+        got[2].store_timestamp,
+        t0 + 1_500
+    );
+    assert!(
+        got[2].store_timestamp < t0 + 2_500,
+        "within a second of due: {}",
+        got[2].store_timestamp - t0
+    );
+    assert!(got[1].store_timestamp >= t0 + 700);
+    assert!(arrived >= 1_500);
+    let p = Properties::parse(&got[2].properties);
+    assert_eq!(p.get("TIMER_DELIVER_MS"), None);
+    assert_eq!(p.get(keys::REAL_TOPIC), Some("Timers"));
+    // A bad timer value is refused.
+    let mut p = Properties::default();
+    p.insert("TIMER_DELAY_SEC", "soon");
+    let mut cmd = RemotingCommand::request(RequestCode::SendMessageV2.to_i32(), 0);
+    SendMessageRequestHeader {
+        producer_group: "pg".into(),
+        topic: "Timers".into(),
+        default_topic: "TBW102".into(),
+        default_topic_queue_nums: 4,
+        queue_id: 2,
+        properties: Some(p.encode()),
+        ..Default::default()
+    }
+    .write_v2(&mut cmd);
+    cmd.body = Bytes::from_static(b"x");
+    assert_eq!(
+        c.invoke(cmd, T).await.unwrap().code,
+        ResponseCode::MessageIllegal.to_i32()
+    );
+    // Pending timers survive kill -9 and are delivered once.
+    send_with(
+        &c,
+        "TimersRestart",
+        "t",
+        None,
+        &[("TIMER_DELAY_MS", "1500".to_string())],
+    )
+    .await;
+    drop(c);
+    node.kill9().unwrap();
+    node.restart().unwrap();
+    let c = RemotingClient::connect(node.broker).await.unwrap();
+    wait_for(&c, "TimersRestart", 2, 1, Duration::from_secs(10)).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(all(&c, "TimersRestart", 2).await.len(), 1);
+    assert_eq!(
+        all(&c, "Timers", 2).await.len(),
+        3,
+        "the far timer is still pending"
+    );
 }

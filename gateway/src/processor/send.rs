@@ -18,7 +18,7 @@ use stratus_compat::message::id::create_offset_msg_id;
 use stratus_compat::message::properties::{Properties, keys};
 use stratus_compat::request::send::{SendMessageRequestHeader, SendMessageResponseHeader};
 use stratus_compat::types::{QueueId, Topic, java_string_hash};
-use stratus_meta::{ShardId, TopicConfig};
+use stratus_meta::{SegmentEffect, ShardId, TopicConfig};
 use stratus_segments::writer::{AppendTicket, MessageToStore};
 
 use crate::app::Broker;
@@ -226,6 +226,34 @@ fn append(
                             .into_iter()
                             .collect()
                     })?;
+            return Ok(Appended {
+                ticket,
+                uniq_key: uniq,
+                reply_queue_id: Some(queue_id),
+            });
+        }
+        if delay.is_none()
+            && let Some(due) = schedule::requested_timer(
+                &Properties::parse(&msg.properties),
+                broker.clock.now_ms(),
+            )?
+            && due > broker.clock.now_ms()
+            && !half
+        {
+            // Stored in the timer topic; due time indexed in meta with the commit.
+            schedule::to_timer(&mut msg, due);
+            let ticket = broker
+                .writer
+                .append_with(shard, vec![msg], |_, handles, _| {
+                    handles
+                        .iter()
+                        .map(|h| SegmentEffect::TimerScheduled {
+                            shard,
+                            handle: *h,
+                            due_ms: due,
+                        })
+                        .collect()
+                })?;
             return Ok(Appended {
                 ticket,
                 uniq_key: uniq,

@@ -61,6 +61,27 @@ pub(super) async fn apply_effects(
             SegmentEffect::HalfResolved { shard, handle } => {
                 delete(&mut **tx, *shard, *handle).await?;
             }
+            SegmentEffect::TimerScheduled {
+                shard,
+                handle,
+                due_ms,
+            } => {
+                sqlx::query("INSERT INTO timers (shard_id, handle, due_ms) VALUES ($1, $2, $3)")
+                    .bind(shard_to_db(*shard))
+                    .bind(handle.0)
+                    .bind(*due_ms)
+                    .execute(&mut **tx)
+                    .await
+                    .map_err(db_err("schedule timer"))?;
+            }
+            SegmentEffect::TimerDelivered { shard, handle } => {
+                sqlx::query("DELETE FROM timers WHERE shard_id = $1 AND handle = $2")
+                    .bind(shard_to_db(*shard))
+                    .bind(handle.0)
+                    .execute(&mut **tx)
+                    .await
+                    .map_err(db_err("deliver timer"))?;
+            }
             SegmentEffect::ScheduleProgress {
                 shard,
                 level,
@@ -217,4 +238,27 @@ pub(super) async fn schedule_progress(
     .await
     .map_err(db_err("read schedule progress"))?;
     Ok(rows.into_iter().map(|(l, o)| (l, QueueOffset(o))).collect())
+}
+
+/// Timers of a shard due at `now_ms`, earliest first: (handle, due time).
+pub(super) async fn due_timers(
+    pool: &SqlitePool,
+    shard: ShardId,
+    now_ms: i64,
+    limit: u32,
+) -> Result<Vec<(CommitLogOffset, i64)>> {
+    let rows: Vec<(i64, i64)> = sqlx::query_as(
+        "SELECT handle, due_ms FROM timers WHERE shard_id = $1 AND due_ms <= $2 \
+         ORDER BY due_ms, handle LIMIT $3",
+    )
+    .bind(shard_to_db(shard))
+    .bind(now_ms)
+    .bind(limit_to_db(limit))
+    .fetch_all(pool)
+    .await
+    .map_err(db_err("read due timers"))?;
+    Ok(rows
+        .into_iter()
+        .map(|(h, d)| (CommitLogOffset(h), d))
+        .collect())
 }

@@ -68,6 +68,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "schedule_progress",
         include_str!("../../migrations/sqlite/003_schedule_progress.sql"),
     ),
+    (
+        4,
+        "timers",
+        include_str!("../../migrations/sqlite/004_timers.sql"),
+    ),
 ];
 
 /// SQLite-backed [`MetaStore`].
@@ -318,6 +323,15 @@ impl MetaStore for EmbeddedMeta {
 
     async fn schedule_progress(&self, shard: ShardId) -> Result<Vec<(i32, QueueOffset)>> {
         half::schedule_progress(&self.reader, shard).await
+    }
+
+    async fn due_timers(
+        &self,
+        shard: ShardId,
+        now_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<(CommitLogOffset, i64)>> {
+        half::due_timers(&self.reader, shard, now_ms, limit).await
     }
 
     /// Round trips: **1** (a single multi-row upsert, its own transaction) for up to 500

@@ -576,3 +576,69 @@ pub(super) async fn schedule_progress_advances_with_its_section(store: &dyn Meta
         vec![(1, QueueOffset(4)), (3, QueueOffset(2))]
     );
 }
+
+/// Timers appear with their section, come out due-ordered, and go with their delivery.
+pub(super) async fn timers_follow_their_sections(store: &dyn MetaStore) {
+    let a = node("node-a");
+    let e = take(store, 33, &a).await;
+    let sched = |h: i64, due: i64| SegmentEffect::TimerScheduled {
+        shard: ShardId(33),
+        handle: CommitLogOffset(h),
+        due_ms: due,
+    };
+    let first = SegmentCommit {
+        effects: vec![sched(0, 5_000), sched(10, 3_000), sched(20, 9_000)],
+        ..section(
+            33,
+            e,
+            &a,
+            "seg-33-1",
+            0,
+            30,
+            vec![append("timer-33", 0, 0, 3, 1, 1)],
+        )
+    };
+    store.commit_segment(&[first]).await.expect("commit");
+    assert!(
+        store
+            .due_timers(ShardId(33), 2_999, 10)
+            .await
+            .expect("due")
+            .is_empty()
+    );
+    assert_eq!(
+        store.due_timers(ShardId(33), 5_000, 10).await.expect("due"),
+        vec![(CommitLogOffset(10), 3_000), (CommitLogOffset(0), 5_000)]
+    );
+    assert_eq!(
+        store
+            .due_timers(ShardId(33), 10_000, 1)
+            .await
+            .expect("due")
+            .len(),
+        1
+    );
+    let deliver = SegmentCommit {
+        effects: vec![SegmentEffect::TimerDelivered {
+            shard: ShardId(33),
+            handle: CommitLogOffset(10),
+        }],
+        ..section(
+            33,
+            e,
+            &a,
+            "seg-33-2",
+            30,
+            40,
+            vec![append("real-33", 0, 0, 1, 6, 6)],
+        )
+    };
+    store.commit_segment(&[deliver]).await.expect("deliver");
+    assert_eq!(
+        store
+            .due_timers(ShardId(33), 10_000, 10)
+            .await
+            .expect("due"),
+        vec![(CommitLogOffset(0), 5_000), (CommitLogOffset(20), 9_000)]
+    );
+}

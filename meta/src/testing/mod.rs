@@ -77,6 +77,7 @@ pub async fn run_all(store: &dyn MetaStore) {
     half::due_half_messages_are_ordered_and_limited(store).await;
     half::record_half_check_and_resolve(store).await;
     half::schedule_progress_advances_with_its_section(store).await;
+    half::timers_follow_their_sections(store).await;
 }
 
 // ----- helpers shared by the checks -----

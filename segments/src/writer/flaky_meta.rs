@@ -150,6 +150,15 @@ impl MetaStore for FlakyMeta {
     async fn schedule_progress(&self, shard: ShardId) -> Result<Vec<(i32, QueueOffset)>> {
         self.inner.schedule_progress(shard).await
     }
+
+    async fn due_timers(
+        &self,
+        shard: ShardId,
+        now_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<(CommitLogOffset, i64)>> {
+        self.inner.due_timers(shard, now_ms, limit).await
+    }
     async fn commit_consumer_offsets(&self, offsets: &[ConsumerOffset]) -> Result<()> {
         self.inner.commit_consumer_offsets(offsets).await
     }
