@@ -263,7 +263,12 @@ impl ClientRun {
                     .map_while(Result::ok)
                 {
                     let _ = writeln!(transcript, "{line}");
-                    if let Ok(v) = serde_json::from_str::<Value>(line.trim()) {
+                    if let Ok(mut v) = serde_json::from_str::<Value>(line.trim()) {
+                        // When the harness saw the line (ms since the epoch): lets tests
+                        // measure delivery times without trusting client clocks.
+                        if let Some(obj) = v.as_object_mut() {
+                            obj.insert("_rx_ms".into(), Value::from(now_ms()));
+                        }
                         ev.lock().expect("events lock").push(v);
                     }
                 }
@@ -358,4 +363,12 @@ pub fn run_client(
 /// Converts `&str` arguments.
 pub fn args(a: &[&str]) -> Vec<String> {
     a.iter().map(|s| (*s).to_owned()).collect()
+}
+
+/// Wall-clock milliseconds since the Unix epoch.
+#[allow(clippy::disallowed_methods)] // the harness measures real time on purpose
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }

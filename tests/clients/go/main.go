@@ -142,8 +142,16 @@ func produce(args []string) int {
 	bodySize := fs.Int("body-size", 0, "")
 	batchSize := fs.Int("batch-size", 8, "")
 	idPrefix := fs.String("id-prefix", "m", "")
+	delayLevel := fs.Int("delay-level", 0, "message delay level (not with --mode batch)")
+	shardingKeys := fs.Int("sharding-key-count", 0, "hash queue selector over sharding key i%K (--mode sync)")
 	_ = fs.Parse(args)
 	requireFlags(fs, "namesrv", "topic", "group", "count", "mode", "tag", "keys-prefix", "body-size")
+	if *delayLevel < 0 || (*delayLevel > 0 && *mode == "batch") {
+		die(64, "--delay-level needs L >= 1 and not --mode batch")
+	}
+	if *shardingKeys < 0 || (*shardingKeys > 0 && *mode != "sync") {
+		die(64, "--sharding-key-count needs K >= 1 and --mode sync")
+	}
 	switch *mode {
 	case "sync", "async", "oneway", "batch":
 	default:
@@ -153,13 +161,18 @@ func produce(args []string) int {
 		die(64, "bad --batch-size")
 	}
 
-	p, err := rocketmq.NewProducer(
+	opts := []producer.Option{
 		producer.WithNameServer(nameServer(*namesrv)),
 		producer.WithGroupName(*group),
 		producer.WithInstanceName(fmt.Sprintf("stratus-%d", os.Getpid())),
 		producer.WithSendMsgTimeout(10*time.Second),
 		producer.WithRetry(2),
-	)
+	}
+	if *shardingKeys > 0 {
+		// FNV-1a of the message's sharding key modulo the queue count.
+		opts = append(opts, producer.WithQueueSelector(producer.NewHashQueueSelector()))
+	}
+	p, err := rocketmq.NewProducer(opts...)
 	if err != nil {
 		errLine(-1, err)
 		emit("event", "done", "sent", 0, "errors", 1)
@@ -177,6 +190,14 @@ func produce(args []string) int {
 		m.WithTag(*tag)
 		m.WithKeys([]string{fmt.Sprintf("%s-%d", *keysPrefix, i)})
 		m.WithProperty("seq", strconv.Itoa(i))
+		if *delayLevel > 0 {
+			m.WithDelayTimeLevel(*delayLevel)
+		}
+		if *shardingKeys > 0 {
+			key := strconv.Itoa(i % *shardingKeys)
+			m.WithShardingKey(key)
+			m.WithProperty("skey", key)
+		}
 		msgs[i] = m
 	}
 
@@ -301,11 +322,21 @@ func newReceiver(expect int) *receiver {
 	return &receiver{expect: expect, seen: map[string]bool{}, enough: make(chan struct{})}
 }
 
-func (r *receiver) accept(m *primitive.MessageExt) {
+func msgID(m *primitive.MessageExt) string {
 	id := m.GetProperty(primitive.PropertyUniqueClientMessageIdKeyIndex)
 	if id == "" {
 		id = m.MsgId
 	}
+	return id
+}
+
+// retry prints a delivery the listener rejects (--fail-times); not counted toward --expect.
+func (r *receiver) retry(m *primitive.MessageExt) {
+	emit("event", "retry", "msgId", msgID(m), "keys", m.GetKeys(), "reconsumeTimes", m.ReconsumeTimes, "topic", m.Topic)
+}
+
+func (r *receiver) accept(m *primitive.MessageExt) {
+	id := msgID(m)
 	emit("event", "recv", "msgId", id, "topic", m.Topic, "queueId", m.Queue.QueueId,
 		"queueOffset", m.QueueOffset, "tags", m.GetTags(), "keys", m.GetKeys(),
 		"seq", m.GetProperty("seq"), "bodyLen", len(m.Body), "bodyCrc32", crc32.ChecksumIEEE(m.Body),
@@ -362,6 +393,9 @@ func consume(args []string) int {
 	timeoutSecs := fs.Int("timeout-secs", 0, "")
 	from := fs.String("from", "first", "first|last")
 	idleSecs := fs.Int("idle-exit-secs", 0, "")
+	failTimes := fs.Int("fail-times", 0, "reject a message while its reconsumeTimes < N")
+	maxReconsume := fs.Int("max-reconsume", -1, "max reconsume times before the DLQ")
+	orderly := fs.Bool("orderly", false, "orderly listener")
 	_ = fs.Parse(args)
 	requireFlags(fs, "namesrv", "topic", "group", "expect", "timeout-secs")
 
@@ -383,13 +417,24 @@ func consume(args []string) int {
 	default:
 		die(64, "bad --from %s", *from)
 	}
-	c, err := rocketmq.NewPushConsumer(
+	opts := []consumer.Option{
 		consumer.WithNameServer(nameServer(*namesrv)),
 		consumer.WithGroupName(*group),
 		consumer.WithInstance(fmt.Sprintf("stratus-%d", os.Getpid())),
 		consumer.WithConsumerModel(mm),
 		consumer.WithConsumeFromWhere(where),
-	)
+	}
+	if *maxReconsume >= 0 {
+		opts = append(opts, consumer.WithMaxReconsumeTimes(int32(*maxReconsume)))
+	}
+	if *orderly {
+		opts = append(opts, consumer.WithConsumerOrder(true))
+	}
+	failed := consumer.ConsumeRetryLater
+	if *orderly {
+		failed = consumer.SuspendCurrentQueueAMoment
+	}
+	c, err := rocketmq.NewPushConsumer(opts...)
 	if err != nil {
 		errLine(-1, err)
 		emit("event", "done", "received", 0)
@@ -398,6 +443,13 @@ func consume(args []string) int {
 	rx := newReceiver(*expect)
 	err = c.Subscribe(*topic, consumer.MessageSelector{Type: consumer.TAG, Expression: *expr},
 		func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+			// Batch size is 1 (the default), so a result applies to exactly one message.
+			for _, m := range msgs {
+				if int(m.ReconsumeTimes) < *failTimes {
+					rx.retry(m)
+					return failed, nil
+				}
+			}
 			for _, m := range msgs {
 				rx.accept(m)
 			}

@@ -75,6 +75,10 @@ def produce(a):
         m.set_tags(a.tag)
         m.set_keys("%s-%d" % (a.keys_prefix, i))
         m.set_property("seq", str(i))
+        if a.delay_level:
+            m.set_delay_time_level(a.delay_level)
+        if a.sharding_key_count:
+            m.set_property("skey", str(i % a.sharding_key_count))
         m.set_body(make_body(a.id_prefix, i, a.body_size))
         return m
 
@@ -102,7 +106,11 @@ def produce(a):
     if a.mode == "sync":
         for i, m in enumerate(msgs):
             try:
-                ok(i, producer.send_sync(m))
+                if a.sharding_key_count:
+                    # The wrapper's hashing_queue_selector: arg % queue count, arg = i % K.
+                    ok(i, producer.send_orderly(m, i % a.sharding_key_count))
+                else:
+                    ok(i, producer.send_sync(m))
             except Exception as e:  # noqa: BLE001 - report every failure as a line
                 bad(i, e)
     elif a.mode == "async":
@@ -175,6 +183,11 @@ class Receiver:
         self.enough = threading.Event()
         self.last_new = None
 
+    def retry(self, msg):
+        """A delivery the listener rejects (--fail-times); not counted toward --expect."""
+        emit(event="retry", msgId=text(msg.get_property("UNIQ_KEY")) or text(msg.id), keys=text(msg.keys),
+             reconsumeTimes=msg.reconsume_times, topic=text(msg.topic))
+
     def accept(self, msg):
         mid = text(msg.get_property("UNIQ_KEY")) or text(msg.id)
         body = msg.body or b""
@@ -225,15 +238,47 @@ def set_consume_from_where(consumer, where):
     fn(consumer._handle, where)
 
 
+def subscribe(consumer, topic, expr, listener):
+    """PushConsumer.subscribe with a listener that returns the C status itself (True = success):
+    the wrapper's own callback re-raises a listener exception out of the ctypes callback, so
+    RECONSUME_LATER cannot be returned through it."""
+    from rocketmq.client import RecvMessage
+    from rocketmq.exceptions import ffi_check
+    from rocketmq.ffi import dll
+
+    def _on_message(_consumer, msg):
+        try:
+            return 0 if listener(RecvMessage(msg)) else 1  # CONSUME_SUCCESS / RECONSUME_LATER
+        except Exception as e:  # noqa: BLE001
+            print("listener error: %s" % err_text(e), file=sys.stderr)
+            return 1
+
+    ffi_check(dll.Subscribe(consumer._handle, topic.encode(), expr.encode()))
+    consumer._register_callback(_on_message)
+
+
 def consume(a):
+    if a.max_reconsume is not None:
+        # The C API of the 1.x core has no max-reconsume-times setter for a push consumer.
+        emit(event="unsupported", what="max-reconsume")
+        return 3
     model = MessageModel.BROADCASTING if a.model == "broadcasting" else MessageModel.CLUSTERING
-    consumer = PushConsumer(a.group, message_model=model)
+    consumer = PushConsumer(a.group, orderly=a.orderly, message_model=model)
     consumer.set_namesrv_addr(a.namesrv)
     consumer.set_instance_name("stratus-%d" % os.getpid())
     set_consume_from_where(consumer, CONSUME_FROM_FIRST_OFFSET if a.from_where == "first"
                            else CONSUME_FROM_LAST_OFFSET)
     rx = Receiver(a.expect)
-    consumer.subscribe(a.topic, rx.accept, expression=a.expr)
+
+    def listener(msg):
+        # Orderly: RECONSUME_LATER makes the core suspend the queue and redeliver locally.
+        if msg.reconsume_times < a.fail_times:
+            rx.retry(msg)
+            return False
+        rx.accept(msg)
+        return True
+
+    subscribe(consumer, a.topic, a.expr, listener)
     consumer.start()
     emit(event="ready")
     rc = rx.wait(a.timeout_secs, a.idle_exit_secs)
@@ -294,6 +339,8 @@ def main():
             s.add_argument("--body-size", type=int, required=True)
             s.add_argument("--batch-size", type=int, default=8)
             s.add_argument("--id-prefix", default="m")
+            s.add_argument("--delay-level", type=int, default=0)
+            s.add_argument("--sharding-key-count", type=int, default=0)
         else:
             s.add_argument("--expr", default="*")
             s.add_argument("--expect", type=int, required=True)
@@ -302,9 +349,16 @@ def main():
             s.add_argument("--model", choices=["clustering", "broadcasting"], default="clustering")
             s.add_argument("--from", dest="from_where", choices=["first", "last"], default="first")
             s.add_argument("--idle-exit-secs", type=float, default=0)
+            s.add_argument("--fail-times", type=int, default=0)
+            s.add_argument("--max-reconsume", type=int, default=None)
+            s.add_argument("--orderly", action="store_true")
     a = p.parse_args()
     if a.cmd == "produce" and a.batch_size < 1:
         p.error("bad --batch-size")
+    if a.cmd == "produce" and (a.delay_level < 0 or (a.delay_level and a.mode == "batch")):
+        p.error("--delay-level needs L >= 1 and not --mode batch")
+    if a.cmd == "produce" and (a.sharding_key_count < 0 or (a.sharding_key_count and a.mode != "sync")):
+        p.error("--sharding-key-count needs K >= 1 and --mode sync")
     try:
         rc = {"produce": produce, "consume": consume, "pull": pull}[a.cmd](a)
     except Exception as e:  # noqa: BLE001

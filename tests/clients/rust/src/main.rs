@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 
 use rocketmq_client_rust::{
     ClientConfig, ClientRuntime, ClientRuntimeConfig, ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus,
-    DefaultLitePullConsumer, DefaultMQProducer, DefaultMQPushConsumer, LocalTransactionState, MQPushConsumer,
-    MessageListenerConcurrently, TransactionListener, TransactionMQProducer,
+    ConsumeOrderlyContext, ConsumeOrderlyStatus, DefaultLitePullConsumer, DefaultMQProducer, DefaultMQPushConsumer,
+    LocalTransactionState, MQPushConsumer, MessageListenerConcurrently, MessageListenerOrderly, MessageQueueSelector,
+    SelectMessageQueueByHash, TransactionListener, TransactionMQProducer,
 };
 use rocketmq_model::common::consumer::consume_from_where::ConsumeFromWhere;
 use rocketmq_model::common::message::message_client_id_setter::MessageClientIDSetter;
@@ -42,12 +43,19 @@ fn usage(why: &str) -> ! {
 
 struct Args(HashMap<String, String>);
 
+/// Options without a value (present = "true").
+const FLAGS: &[&str] = &["orderly"];
+
 impl Args {
     fn parse(raw: &[String]) -> Args {
         let mut m = HashMap::new();
         let mut it = raw.iter();
         while let Some(a) = it.next() {
             let Some(k) = a.strip_prefix("--") else { usage(&format!("unexpected argument {a}")) };
+            if FLAGS.contains(&k) {
+                m.insert(k.to_string(), "true".to_string());
+                continue;
+            }
             let Some(v) = it.next() else { usage(&format!("missing value for {a}")) };
             m.insert(k.to_string(), v.clone());
         }
@@ -155,15 +163,33 @@ fn err_line(seq: i64, e: impl std::fmt::Display) {
 }
 
 fn build_message(topic: &str, tag: &str, key: String, seq: usize, body: Vec<u8>) -> Result<Message, String> {
-    let mut msg = Message::builder()
+    build_message_with(topic, tag, key, seq, body, 0, None)
+}
+
+/// `delay_level` > 0 sets the delay level; `skey` adds the user property `skey`.
+fn build_message_with(
+    topic: &str,
+    tag: &str,
+    key: String,
+    seq: usize,
+    body: Vec<u8>,
+    delay_level: i32,
+    skey: Option<usize>,
+) -> Result<Message, String> {
+    let mut b = Message::builder()
         .topic(topic)
         .tags(tag)
         .key(key)
         .body(body)
         .raw_property("seq", seq.to_string())
-        .map_err(|e| e.to_string())?
-        .build()
         .map_err(|e| e.to_string())?;
+    if delay_level > 0 {
+        b = b.delay_level(delay_level);
+    }
+    if let Some(k) = skey {
+        b = b.raw_property("skey", k.to_string()).map_err(|e| e.to_string())?;
+    }
+    let mut msg = b.build().map_err(|e| e.to_string())?;
     // The client would assign this during send; assign it here so it is known for every mode.
     MessageClientIDSetter::set_uniq_id(&mut msg);
     Ok(msg)
@@ -190,6 +216,14 @@ async fn produce(runtime: Arc<ClientRuntime>, a: &Args) -> i32 {
     if batch_size == 0 {
         usage("bad --batch-size");
     }
+    let delay_level: i32 = a.num("delay-level", Some("0"));
+    if delay_level < 0 || (delay_level > 0 && mode == "batch") {
+        usage("--delay-level needs L >= 1 and not --mode batch");
+    }
+    let sharding_keys: usize = a.num("sharding-key-count", Some("0"));
+    if sharding_keys > 0 && mode != "sync" {
+        usage("--sharding-key-count needs --mode sync");
+    }
 
     let mut producer = DefaultMQProducer::builder(runtime)
         .producer_group(group)
@@ -206,7 +240,9 @@ async fn produce(runtime: Arc<ClientRuntime>, a: &Args) -> i32 {
     let errors = Arc::new(AtomicI64::new(0));
     let mut msgs = Vec::with_capacity(count);
     for i in 0..count {
-        match build_message(&topic, &tag, format!("{keys_prefix}-{i}"), i, make_body(&id_prefix, i, body_size)) {
+        let skey = (sharding_keys > 0).then(|| i % sharding_keys);
+        let body = make_body(&id_prefix, i, body_size);
+        match build_message_with(&topic, &tag, format!("{keys_prefix}-{i}"), i, body, delay_level, skey) {
             Ok(m) => msgs.push(Some(m)),
             Err(e) => {
                 errors.fetch_add(1, Ordering::SeqCst);
@@ -234,7 +270,17 @@ async fn produce(runtime: Arc<ClientRuntime>, a: &Args) -> i32 {
         "sync" => {
             for (i, m) in msgs.into_iter().enumerate() {
                 let Some(m) = m else { continue };
-                match producer.send(m).await {
+                let res = if sharding_keys > 0 {
+                    // The library's hash selector: Java hashCode of the i32 arg (= its value) % queues.
+                    let arg = (i % sharding_keys) as i32;
+                    let select = |mqs: &[rocketmq_model::common::message::message_queue::MessageQueue],
+                                  msg: &Message,
+                                  arg: &i32| SelectMessageQueueByHash.select(mqs, msg, arg);
+                    producer.send_with_selector(m, select, arg).await
+                } else {
+                    producer.send(m).await
+                };
+                match res {
                     Ok(Some(r)) => report(i, &r),
                     Ok(None) => {
                         errors.fetch_add(1, Ordering::SeqCst);
@@ -363,6 +409,20 @@ impl Receiver {
         Arc::new(Receiver { expect, state: Mutex::new((HashSet::new(), None)) })
     }
 
+    /// A delivery the listener rejects (--fail-times); not counted toward --expect.
+    fn retry(&self, m: &MessageExt) {
+        let props = m.properties();
+        let get = |k: &str| props.iter().find(|(pk, _)| pk.as_str() == k).map(|(_, v)| v.to_string());
+        let id = get("UNIQ_KEY").filter(|s| !s.is_empty()).unwrap_or_else(|| m.msg_id().to_string());
+        emit(json!({
+            "event": "retry",
+            "msgId": id,
+            "keys": get("KEYS").unwrap_or_default(),
+            "reconsumeTimes": m.reconsume_times(),
+            "topic": m.topic().to_string(),
+        }));
+    }
+
     fn accept(&self, m: &MessageExt) {
         let props = m.properties();
         let get = |k: &str| props.iter().find(|(pk, _)| pk.as_str() == k).map(|(_, v)| v.to_string());
@@ -416,7 +476,8 @@ impl Receiver {
     }
 }
 
-struct Listener(Arc<Receiver>);
+/// Listener: the receiver and --fail-times (reject while reconsumeTimes < N).
+struct Listener(Arc<Receiver>, i32);
 
 impl MessageListenerConcurrently for Listener {
     fn consume_message(
@@ -424,10 +485,34 @@ impl MessageListenerConcurrently for Listener {
         msgs: &[&MessageExt],
         _ctx: &ConsumeConcurrentlyContext,
     ) -> rocketmq_client_rust::ClientResult<ConsumeConcurrentlyStatus> {
+        // Batch size is 1 (the default), so a status applies to exactly one message.
+        if let Some(m) = msgs.iter().find(|m| m.reconsume_times() < self.1) {
+            self.0.retry(m);
+            return Ok(ConsumeConcurrentlyStatus::ReconsumeLater);
+        }
         for m in msgs {
             self.0.accept(m);
         }
         Ok(ConsumeConcurrentlyStatus::ConsumeSuccess)
+    }
+}
+
+struct OrderlyListener(Arc<Receiver>, i32);
+
+impl MessageListenerOrderly for OrderlyListener {
+    fn consume_message(
+        &self,
+        msgs: &[&MessageExt],
+        _ctx: &mut ConsumeOrderlyContext,
+    ) -> rocketmq_client_rust::ClientResult<ConsumeOrderlyStatus> {
+        if let Some(m) = msgs.iter().find(|m| m.reconsume_times() < self.1) {
+            self.0.retry(m);
+            return Ok(ConsumeOrderlyStatus::SuspendCurrentQueueAMoment);
+        }
+        for m in msgs {
+            self.0.accept(m);
+        }
+        Ok(ConsumeOrderlyStatus::Success)
     }
 }
 
@@ -449,26 +534,36 @@ async fn consume(runtime: Arc<ClientRuntime>, a: &Args) -> i32 {
         f => usage(&format!("bad --from {f}")),
     };
     let idle: u64 = a.num("idle-exit-secs", Some("0"));
+    let fail_times: i32 = a.num("fail-times", Some("0"));
+    let max_reconsume: i32 = a.num("max-reconsume", Some("-1"));
+    let orderly = a.0.contains_key("orderly");
 
     // A distinct instance name per process: the client only makes it unique itself in
     // clustering mode, and two broadcasting consumers with one client id would share the
     // local offset file ($HOME/.rocketmq_offsets/<clientId>/<group>).
     let mut client_config = ClientConfig::default();
     client_config.set_instance_name(format!("stratus-{}", std::process::id()).into());
-    let mut consumer = DefaultMQPushConsumer::builder(runtime)
+    let mut builder = DefaultMQPushConsumer::builder(runtime)
         .client_config(client_config)
         .consumer_group(group)
         .name_server_addr(namesrv)
         .message_model(model)
-        .consume_from_where(from)
-        .build();
+        .consume_from_where(from);
+    if max_reconsume >= 0 {
+        builder = builder.max_reconsume_times(max_reconsume);
+    }
+    let mut consumer = builder.build();
     let rx = Receiver::new(expect);
     if let Err(e) = consumer.subscribe(topic.as_str(), expr.as_str()).await {
         err_line(-1, format!("subscribe: {e}"));
         emit(json!({"event":"done","received":0}));
         return 1;
     }
-    consumer.register_message_listener_concurrently(Listener(rx.clone()));
+    if orderly {
+        consumer.register_message_listener_orderly(OrderlyListener(rx.clone(), fail_times));
+    } else {
+        consumer.register_message_listener_concurrently(Listener(rx.clone(), fail_times));
+    }
     if let Err(e) = consumer.start().await {
         err_line(-1, format!("start: {e}"));
         emit(json!({"event":"done","received":0}));

@@ -17,6 +17,8 @@ import java.util.zip.CRC32;
 import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
+import org.apache.rocketmq.client.consumer.listener.ConsumeOrderlyStatus;
+import org.apache.rocketmq.client.consumer.listener.MessageListenerOrderly;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.impl.factory.MQClientInstance;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
@@ -26,6 +28,7 @@ import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.client.producer.TransactionListener;
 import org.apache.rocketmq.client.producer.TransactionMQProducer;
 import org.apache.rocketmq.client.producer.TransactionSendResult;
+import org.apache.rocketmq.client.producer.selector.SelectMessageQueueByHash;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageExt;
@@ -82,12 +85,19 @@ public final class RmqClient {
 
     // ---------------------------------------------------------------- args
 
+    /** Options without a value (present = "true"). */
+    static final Set<String> FLAGS = Set.of("orderly");
+
     static Map<String, String> parse(String[] args, int from) {
         Map<String, String> m = new HashMap<>();
         for (int i = from; i < args.length; i++) {
             String a = args[i];
             if (!a.startsWith("--")) {
                 throw new IllegalArgumentException("unexpected argument " + a);
+            }
+            if (FLAGS.contains(a.substring(2))) {
+                m.put(a.substring(2), "true");
+                continue;
             }
             if (i + 1 >= args.length) {
                 throw new IllegalArgumentException("missing value for " + a);
@@ -185,6 +195,14 @@ public final class RmqClient {
         if (!mode.equals("sync") && !mode.equals("async") && !mode.equals("oneway") && !mode.equals("batch")) {
             throw new IllegalArgumentException("bad --mode " + mode);
         }
+        int delayLevel = Integer.parseInt(opt(m, "delay-level", "0"));
+        if (delayLevel < 0 || (delayLevel > 0 && mode.equals("batch"))) {
+            throw new IllegalArgumentException("--delay-level needs L >= 1 and not --mode batch");
+        }
+        int shardingKeys = Integer.parseInt(opt(m, "sharding-key-count", "0"));
+        if (shardingKeys < 0 || (shardingKeys > 0 && !mode.equals("sync"))) {
+            throw new IllegalArgumentException("--sharding-key-count needs K >= 1 and --mode sync");
+        }
 
         DefaultMQProducer producer = new DefaultMQProducer(group);
         producer.setNamesrvAddr(namesrv);
@@ -197,6 +215,12 @@ public final class RmqClient {
         for (int i = 0; i < count; i++) {
             Message msg = new Message(topic, tag, keysPrefix + "-" + i, body(idPrefix, i, bodySize));
             msg.putUserProperty("seq", Integer.toString(i));
+            if (delayLevel > 0) {
+                msg.setDelayTimeLevel(delayLevel);
+            }
+            if (shardingKeys > 0) {
+                msg.putUserProperty("skey", Integer.toString(i % shardingKeys));
+            }
             msgs[i] = msg;
         }
 
@@ -206,7 +230,10 @@ public final class RmqClient {
             case "sync":
                 for (int i = 0; i < count; i++) {
                     try {
-                        SendResult r = producer.send(msgs[i]);
+                        // --sharding-key-count: the library's hash selector, arg = i % K (Integer.hashCode).
+                        SendResult r = shardingKeys > 0
+                            ? producer.send(msgs[i], new SelectMessageQueueByHash(), i % shardingKeys)
+                            : producer.send(msgs[i]);
                         reportResult(i, r, sent, errors);
                     } catch (Exception e) {
                         errors.incrementAndGet();
@@ -452,11 +479,19 @@ public final class RmqClient {
             this.expect = expect;
         }
 
-        void accept(MessageExt msg) {
+        static String idOf(MessageExt msg) {
             String id = msg.getProperty("UNIQ_KEY");
-            if (id == null || id.isEmpty()) {
-                id = msg.getMsgId();
-            }
+            return id == null || id.isEmpty() ? msg.getMsgId() : id;
+        }
+
+        /** --fail-times: a delivery the listener rejects (not counted toward --expect). */
+        void retry(MessageExt msg) {
+            emit("{\"event\":\"retry\",\"msgId\":" + q(idOf(msg)) + ",\"keys\":" + q(msg.getKeys())
+                + ",\"reconsumeTimes\":" + msg.getReconsumeTimes() + ",\"topic\":" + q(msg.getTopic()) + "}");
+        }
+
+        void accept(MessageExt msg) {
+            String id = idOf(msg);
             byte[] b = msg.getBody() == null ? new byte[0] : msg.getBody();
             CRC32 crc = new CRC32();
             crc.update(b, 0, b.length);
@@ -516,6 +551,9 @@ public final class RmqClient {
         long timeout = Long.parseLong(req(m, "timeout-secs"));
         String from = opt(m, "from", "first");
         long idle = Long.parseLong(opt(m, "idle-exit-secs", "0"));
+        int failTimes = Integer.parseInt(opt(m, "fail-times", "0"));
+        int maxReconsume = Integer.parseInt(opt(m, "max-reconsume", "-1"));
+        boolean orderly = m.containsKey("orderly");
 
         DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group);
         consumer.setNamesrvAddr(namesrv);
@@ -539,13 +577,38 @@ public final class RmqClient {
             // SQL92 over message properties (--sql replaces --expr).
             consumer.subscribe(topic, org.apache.rocketmq.client.consumer.MessageSelector.bySql(sql));
         }
+        if (maxReconsume >= 0) {
+            consumer.setMaxReconsumeTimes(maxReconsume);
+        }
         Receiver rx = new Receiver(expect);
-        consumer.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
-            for (MessageExt msg : msgs) {
-                rx.accept(msg);
-            }
-            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
-        });
+        // Batch size is 1 (the default), so a status applies to exactly one message.
+        if (orderly) {
+            consumer.registerMessageListener((MessageListenerOrderly) (msgs, ctx) -> {
+                for (MessageExt msg : msgs) {
+                    if (msg.getReconsumeTimes() < failTimes) {
+                        rx.retry(msg);
+                        return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT;
+                    }
+                }
+                for (MessageExt msg : msgs) {
+                    rx.accept(msg);
+                }
+                return ConsumeOrderlyStatus.SUCCESS;
+            });
+        } else {
+            consumer.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
+                for (MessageExt msg : msgs) {
+                    if (msg.getReconsumeTimes() < failTimes) {
+                        rx.retry(msg);
+                        return ConsumeConcurrentlyStatus.RECONSUME_LATER;
+                    }
+                }
+                for (MessageExt msg : msgs) {
+                    rx.accept(msg);
+                }
+                return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+            });
+        }
         consumer.start();
         emit("{\"event\":\"ready\"}");
         int rc = rx.await(timeout, idle);
