@@ -217,7 +217,7 @@ impl TopicTable {
         if let Some(t) = self.get(topic) {
             return Ok(Some(t));
         }
-        if topic.starts_with(RETRY_PREFIX) {
+        if topic.starts_with(RETRY_PREFIX) || topic.starts_with(DLQ_PREFIX) {
             return self
                 .create_if_absent(topic_config(topic, 1, PERM_READ | PERM_WRITE))
                 .await

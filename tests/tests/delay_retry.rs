@@ -366,3 +366,36 @@ async fn timer_messages_arrive_at_their_time_with_sub_second_precision() {
         "the far timer is still pending"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_re_send_past_the_maximum_goes_to_the_dead_letter_queue() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = start(dir.path());
+    let c = RemotingClient::connect(node.broker).await.unwrap();
+    let resend = |reconsume: i32| {
+        let mut cmd = RemotingCommand::request(RequestCode::SendMessageV2.to_i32(), 0);
+        SendMessageRequestHeader {
+            producer_group: "CLIENT_INNER_PRODUCER".into(),
+            topic: "%RETRY%fallback".into(),
+            default_topic: "TBW102".into(),
+            default_topic_queue_nums: 4,
+            queue_id: 0,
+            reconsume_times: Some(reconsume),
+            max_reconsume_times: Some(16),
+            properties: Some(format!("KEYS\u{1}r{reconsume}\u{2}")),
+            ..Default::default()
+        }
+        .write_v2(&mut cmd);
+        cmd.body = Bytes::from(format!("re-send {reconsume}"));
+        cmd
+    };
+    // At the maximum it is still a retry; past it, a dead letter.
+    assert_eq!(c.invoke(resend(16), T).await.unwrap().code, 0);
+    assert_eq!(c.invoke(resend(17), T).await.unwrap().code, 0);
+    let retry = all(&c, "%RETRY%fallback", 0).await;
+    assert_eq!(retry.len(), 1);
+    assert_eq!(retry[0].reconsume_times, 16);
+    let dlq = all(&c, "%DLQ%fallback", 0).await;
+    assert_eq!(dlq.len(), 1);
+    assert_eq!(dlq[0].body.as_ref(), b"re-send 17");
+}

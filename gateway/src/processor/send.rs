@@ -54,10 +54,11 @@ pub(crate) struct Appended {
 
 /// Phase one (reader task, in order, no await).
 pub(crate) fn prepare(broker: &Arc<Broker>, ch: &Channel, cmd: &RemotingCommand) -> Prepared {
-    let header = match SendMessageRequestHeader::from_command(cmd) {
+    let mut header = match SendMessageRequestHeader::from_command(cmd) {
         Ok(h) => h,
         Err(e) => return Prepared::Failed(e.into()),
     };
+    divert_exhausted_retry(&mut header);
     if let Err(e) = check_topic(&header.topic) {
         return Prepared::Failed(e);
     }
@@ -80,7 +81,8 @@ pub(crate) async fn complete(
         Prepared::Appended(a) => a,
         Prepared::Failed(e) => return Err(e),
         Prepared::Deferred { peer } => {
-            let header = SendMessageRequestHeader::from_command(&cmd)?;
+            let mut header = SendMessageRequestHeader::from_command(&cmd)?;
+            divert_exhausted_retry(&mut header);
             let cfg = broker
                 .topics
                 .auto_create_on_send(
@@ -121,6 +123,20 @@ pub(crate) async fn complete(
     }
     .write_to(&mut resp);
     Ok(resp)
+}
+
+/// A client's own re-send to `%RETRY%<group>` whose reconsume count is past its maximum
+/// goes to `%DLQ%<group>` instead (`SendMessageProcessor#handleRetryAndDLQ`; strictly
+/// greater, as the reference).
+fn divert_exhausted_retry(header: &mut SendMessageRequestHeader) {
+    let Some(group) = header.topic.strip_prefix(RETRY_PREFIX) else {
+        return;
+    };
+    let max = header.max_reconsume_times.unwrap_or(16);
+    if header.reconsume_times.unwrap_or(0) > max {
+        header.topic = format!("{}{group}", topics::DLQ_PREFIX);
+        header.queue_id = 0;
+    }
 }
 
 fn check_topic(topic: &str) -> Result<()> {
