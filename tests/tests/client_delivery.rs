@@ -255,7 +255,6 @@ fn delay_levels(client: &str) {
         "{client}: delayed messages not received: {sent_at:?}\n{}",
         node.log_text()
     );
-    let _ = now_ms();
 }
 
 fn orderly(client: &str) {
@@ -354,6 +353,140 @@ fn orderly(client: &str) {
         "{client}: every message consumed\n{}",
         node.log_text()
     );
+}
+
+fn timers_and_restart(client: &str, timers: bool) {
+    if !require(client) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let scratch = dir.path().join("clients");
+    let mut node = start(dir.path());
+    let topic = format!("TIMER_{client}");
+    produce(client, &node, &scratch, &topic, "seed", 1, &[]);
+    if timers {
+        // A timer message for t + 7 s arrives between 7 and 8 s.
+        let a = args(&[
+            "consume",
+            "--namesrv",
+            &node.namesrv_arg(),
+            "--topic",
+            &topic,
+            "--group",
+            &format!("TG_{client}"),
+            "--expr",
+            "*",
+            "--expect",
+            "2",
+            "--timeout-secs",
+            "60",
+            "--from",
+            "first",
+        ]);
+        let consumer = ClientRun::spawn(client, &a, &scratch).unwrap();
+        consumer.wait_for("ready", Duration::from_secs(60)).unwrap();
+        // The producer computes the due time after it starts and before its send returns:
+        // "never early" is measured from the spawn, "on time" from the acknowledgement.
+        let spawned = now_ms();
+        let ev = produce(
+            client,
+            &node,
+            &scratch,
+            &topic,
+            "timer",
+            1,
+            &["--deliver-after-ms", "7000"],
+        );
+        let acked = ev.iter().find(|e| e["event"] == "sent").unwrap()["_rx_ms"]
+            .as_i64()
+            .unwrap();
+        let (_, ev) = consumer.wait(LONG).unwrap();
+        let got = ev
+            .iter()
+            .find(|e| e["event"] == "recv" && e["keys"] == "timer-0")
+            .expect("timer message received");
+        let at = got["_rx_ms"].as_i64().unwrap();
+        assert!(
+            at - spawned >= 7_000,
+            "{client}: timer for +7 s arrived early, {} ms after the producer started",
+            at - spawned
+        );
+        assert!(
+            at - acked < 8_000,
+            "{client}: timer for +7 s arrived {} ms after its send",
+            at - acked
+        );
+    }
+    // Pending delays (and timers) survive a kill -9 of the node: none lost.
+    produce(
+        client,
+        &node,
+        &scratch,
+        &topic,
+        "pend",
+        3,
+        &["--delay-level", "2"],
+    );
+    if timers {
+        produce(
+            client,
+            &node,
+            &scratch,
+            &topic,
+            "ptimer",
+            2,
+            &["--deliver-after-ms", "2500"],
+        );
+    }
+    node.kill9().unwrap();
+    node.restart().unwrap();
+    let a = args(&[
+        "consume",
+        "--namesrv",
+        &node.namesrv_arg(),
+        "--topic",
+        &topic,
+        "--group",
+        &format!("TR_{client}"),
+        "--expr",
+        "*",
+        "--expect",
+        "100000",
+        "--timeout-secs",
+        "90",
+        "--from",
+        "first",
+        "--idle-exit-secs",
+        "8",
+    ]);
+    let (_, ev) = run_client(client, &a, &scratch, LONG).unwrap();
+    let keys: BTreeSet<String> = ev
+        .iter()
+        .filter(|e| e["event"] == "recv")
+        .map(|e| e["keys"].as_str().unwrap().to_owned())
+        .collect();
+    let mut want: BTreeSet<String> = ["pend-0", "pend-1", "pend-2"]
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    if timers {
+        want.extend(["ptimer-0".to_owned(), "ptimer-1".to_owned()]);
+    }
+    assert!(
+        want.is_subset(&keys),
+        "{client}: pending delayed/timer messages lost across kill -9: got {keys:?}\n{}",
+        node.log_text()
+    );
+}
+
+#[test]
+fn java_5_timer_messages_and_restart_with_pending_delays() {
+    timers_and_restart("java5", true);
+}
+
+#[test]
+fn go_restart_with_pending_delays() {
+    timers_and_restart("go", false);
 }
 
 #[test]

@@ -196,6 +196,7 @@ public final class RmqClient {
             throw new IllegalArgumentException("bad --mode " + mode);
         }
         int delayLevel = Integer.parseInt(opt(m, "delay-level", "0"));
+        long deliverAfterMs = Long.parseLong(opt(m, "deliver-after-ms", "0"));
         if (delayLevel < 0 || (delayLevel > 0 && mode.equals("batch"))) {
             throw new IllegalArgumentException("--delay-level needs L >= 1 and not --mode batch");
         }
@@ -215,6 +216,17 @@ public final class RmqClient {
         for (int i = 0; i < count; i++) {
             Message msg = new Message(topic, tag, keysPrefix + "-" + i, body(idPrefix, i, bodySize));
             msg.putUserProperty("seq", Integer.toString(i));
+            if (deliverAfterMs > 0) {
+                // 5.x timer message (Message#setDeliverTimeMs); 4.9 has no timer messages.
+                try {
+                    msg.getClass().getMethod("setDeliverTimeMs", long.class)
+                        .invoke(msg, System.currentTimeMillis() + deliverAfterMs);
+                } catch (NoSuchMethodException e) {
+                    System.out.println("{\"event\":\"unsupported\",\"what\":\"deliver-after-ms\"}");
+                    System.out.flush();
+                    Runtime.getRuntime().halt(3);
+                }
+            }
             if (delayLevel > 0) {
                 msg.setDelayTimeLevel(delayLevel);
             }
