@@ -14,6 +14,7 @@ mod locks;
 mod net;
 mod processor;
 mod registry;
+mod restore;
 mod schedule;
 mod shard;
 mod topics;

@@ -20,9 +20,8 @@ use bytes::Bytes;
 use stratus_compat::command::RemotingCommand;
 use stratus_compat::message::properties::{Properties, keys};
 use stratus_compat::message::record::MessageExt;
-use stratus_compat::message::sysflag;
 use stratus_compat::request::consumer::ConsumerSendMsgBackRequestHeader;
-use stratus_compat::types::{CommitLogOffset, QueueId, QueueOffset, Topic, java_string_hash};
+use stratus_compat::types::{CommitLogOffset, QueueId, QueueOffset, Topic};
 use stratus_meta::{QueueKey, SegmentEffect, ShardId};
 use stratus_segments::handle;
 use stratus_segments::writer::MessageToStore;
@@ -31,6 +30,7 @@ use tracing::{info, warn};
 use crate::app::Broker;
 use crate::dispatch::success;
 use crate::error::{GatewayError, Result};
+use crate::restore::restore;
 use crate::topics::{DLQ_PREFIX, PERM_READ, PERM_WRITE, RETRY_PREFIX, topic_config};
 
 /// Topic of delayed messages.
@@ -289,21 +289,13 @@ fn delivered(m: &MessageExt, broker: &Broker) -> Option<MessageToStore> {
     ] {
         props.remove(k);
     }
-    let tags_code = props.get(keys::TAGS).map_or(0, java_string_hash);
-    Some(MessageToStore {
-        topic: Topic::new(topic),
-        queue_id: QueueId(queue_id),
-        flag: m.flag,
-        sys_flag: m.sys_flag & !(sysflag::BORNHOST_V6 | sysflag::STOREHOST_V6),
-        born_timestamp: m.born_timestamp,
-        born_host: m.born_host,
-        store_host: broker.store_host,
-        reconsume_times: m.reconsume_times,
-        prepared_transaction_offset: m.prepared_transaction_offset,
-        body: m.body.clone(),
-        properties: props.encode(),
-        tags_code,
-    })
+    Some(restore(
+        m,
+        Topic::new(topic),
+        QueueId(queue_id),
+        &props,
+        broker.store_host,
+    ))
 }
 
 /// CONSUMER_SEND_MSG_BACK (36): the failed message goes to `%RETRY%<group>` through the
@@ -361,20 +353,15 @@ pub(crate) async fn send_back(
         .topics
         .create_if_absent(topic_config(&topic, 1, PERM_READ | PERM_WRITE))
         .await?;
-    let mut msg = MessageToStore {
-        topic: Topic::new(topic.clone()),
-        queue_id: QueueId(0),
-        flag: m.flag,
-        sys_flag: m.sys_flag & !(sysflag::BORNHOST_V6 | sysflag::STOREHOST_V6),
-        born_timestamp: m.born_timestamp,
-        born_host: m.born_host,
-        store_host: broker.store_host,
-        reconsume_times: m.reconsume_times + 1,
-        prepared_transaction_offset: 0,
-        body: m.body.clone(),
-        properties: props.encode(),
-        tags_code: props.get(keys::TAGS).map_or(0, java_string_hash),
-    };
+    let mut msg = restore(
+        &m,
+        Topic::new(topic.clone()),
+        QueueId(0),
+        &props,
+        broker.store_host,
+    );
+    msg.reconsume_times = m.reconsume_times + 1;
+    msg.prepared_transaction_offset = 0;
     if !dead {
         let level = if h.delay_level > 0 {
             h.delay_level

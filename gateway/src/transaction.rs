@@ -26,9 +26,7 @@ use stratus_compat::request::transaction::{
     CheckTransactionStateRequestHeader, EndTransactionRequestHeader, TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE,
 };
-use stratus_compat::types::{
-    CommitLogOffset, ProducerGroup, QueueId, QueueOffset, Topic, java_string_hash,
-};
+use stratus_compat::types::{CommitLogOffset, ProducerGroup, QueueId, QueueOffset, Topic};
 use stratus_meta::{HalfMessage, SegmentEffect, ShardId};
 use stratus_segments::handle;
 use stratus_segments::writer::MessageToStore;
@@ -37,6 +35,7 @@ use tracing::{debug, info, warn};
 use crate::app::Broker;
 use crate::dispatch::success;
 use crate::error::{GatewayError, Result};
+use crate::restore::restore;
 
 /// Topic of half messages.
 pub(crate) const HALF_TOPIC: &str = "RMQ_SYS_TRANS_HALF_TOPIC";
@@ -247,24 +246,17 @@ fn committed_message(
     props.remove(keys::REAL_TOPIC);
     props.remove(keys::REAL_QID);
     props.remove(keys::TRAN_MSG);
-    let tags_code = props.get(keys::TAGS).map_or(0, java_string_hash);
-    let host_bits = sysflag::BORNHOST_V6 | sysflag::STOREHOST_V6;
     let delay = crate::schedule::requested_level(&props);
-    let mut msg = MessageToStore {
-        topic: half.real_topic.clone(),
-        queue_id: half.real_queue_id,
-        flag: m.flag,
-        sys_flag: (m.sys_flag & !(sysflag::TRANSACTION_ROLLBACK_TYPE | host_bits))
-            | sysflag::TRANSACTION_COMMIT_TYPE,
-        born_timestamp: m.born_timestamp,
-        born_host: m.born_host,
+    let mut msg = restore(
+        &m,
+        half.real_topic.clone(),
+        half.real_queue_id,
+        &props,
         store_host,
-        reconsume_times: m.reconsume_times,
-        prepared_transaction_offset: half.handle.0,
-        body: m.body,
-        properties: props.encode(),
-        tags_code,
-    };
+    );
+    msg.sys_flag =
+        (msg.sys_flag & !sysflag::TRANSACTION_ROLLBACK_TYPE) | sysflag::TRANSACTION_COMMIT_TYPE;
+    msg.prepared_transaction_offset = half.handle.0;
     // A committed message with a delay level waits in the schedule topic (the reference
     // applies the delay at commit time).
     if let Some(level) = delay {
