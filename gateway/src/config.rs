@@ -10,6 +10,11 @@ use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 
+/// A duration as whole milliseconds for timestamp arithmetic (saturating).
+pub(crate) fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
 /// A byte size: written as `"4MiB"`, `"256KiB"`, `"16777212B"` or a plain integer of bytes,
 /// and printed exactly (never rounded).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

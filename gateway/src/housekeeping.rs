@@ -10,8 +10,7 @@ use crate::app::Broker;
 
 /// Runs until cancelled.
 pub(crate) async fn run(broker: Arc<Broker>) {
-    let expiry = i64::try_from(broker.settings.broker.channel_expired_timeout.as_millis())
-        .unwrap_or(i64::MAX);
+    let expiry = crate::config::millis(broker.settings.broker.channel_expired_timeout);
     loop {
         tokio::select! {
             () = broker.cancel.cancelled() => return,
@@ -19,8 +18,7 @@ pub(crate) async fn run(broker: Arc<Broker>) {
         }
         let now = broker.clock.now_ms();
         let n = broker.registry.expire(now, expiry);
-        let lock_expiry =
-            i64::try_from(broker.settings.broker.queue_lock_expiry.as_millis()).unwrap_or(i64::MAX);
+        let lock_expiry = crate::config::millis(broker.settings.broker.queue_lock_expiry);
         broker.locks.expire(now, lock_expiry);
         if n > 0 {
             info!(expired = n, "dropped client channels without heartbeat");

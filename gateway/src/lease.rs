@@ -12,7 +12,7 @@ use tracing::{error, info, warn};
 use crate::app::{Broker, renew_interval};
 
 fn ttl_ms(broker: &Broker) -> i64 {
-    i64::try_from(broker.settings.meta.lease_ttl.as_millis()).unwrap_or(i64::MAX)
+    crate::config::millis(broker.settings.meta.lease_ttl)
 }
 
 fn node(broker: &Broker) -> NodeId {

@@ -232,7 +232,7 @@ async fn deliver_due(
         topic: Topic::new(SCHEDULE_TOPIC),
         queue_id: QueueId(level - 1),
     };
-    let delay_ms = i64::try_from(delay.as_millis()).unwrap_or(i64::MAX);
+    let delay_ms = crate::config::millis(delay);
     let min = broker.heads.min_offset(&queue);
     if *next < min {
         *next = min;
@@ -311,11 +311,7 @@ pub(crate) async fn send_back(
     let (shard, _) = handle::decode(handle).ok_or_else(|| {
         GatewayError::System(format!("look message by offset failed, {}", h.offset))
     })?;
-    if broker.shards.epoch(shard).is_none() {
-        return Err(GatewayError::ServiceNotAvailable(format!(
-            "shard {shard} is not owned here"
-        )));
-    }
+    broker.shards.require_owned(shard)?;
     let record: Bytes = broker.reader.read_by_handle(handle).await?.ok_or_else(|| {
         GatewayError::System(format!("look message by offset failed, {}", h.offset))
     })?;

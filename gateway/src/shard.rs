@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use parking_lot::RwLock;
 use stratus_meta::{Epoch, ShardId};
 
+use crate::error::{GatewayError, Result};
+
 /// Route name of a shard.
 pub(crate) fn shard_name(shard: ShardId) -> String {
     format!("broker-{}", shard.0)
@@ -37,6 +39,23 @@ impl OwnedShards {
 
     pub(crate) fn all(&self) -> Vec<(ShardId, Epoch)> {
         self.shards.read().iter().map(|(s, e)| (*s, *e)).collect()
+    }
+
+    /// [`Self::resolve`], or SERVICE_NOT_AVAILABLE so the client refreshes its route.
+    pub(crate) fn require(&self, broker_name: Option<&str>) -> Result<ShardId> {
+        self.resolve(broker_name).ok_or_else(|| {
+            GatewayError::ServiceNotAvailable("the shard is not owned by this node".into())
+        })
+    }
+
+    /// SERVICE_NOT_AVAILABLE unless `shard` is owned here.
+    pub(crate) fn require_owned(&self, shard: ShardId) -> Result<()> {
+        match self.epoch(shard) {
+            Some(_) => Ok(()),
+            None => Err(GatewayError::ServiceNotAvailable(format!(
+                "shard {shard} is not owned here"
+            ))),
+        }
     }
 
     /// The shard a broker request targets: the one its `bname` names, else the first owned

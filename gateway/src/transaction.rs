@@ -177,11 +177,7 @@ pub(crate) async fn end(
             h.commit_log_offset
         ))
     })?;
-    if broker.shards.epoch(shard).is_none() {
-        return Err(GatewayError::ServiceNotAvailable(format!(
-            "shard {shard} is not owned here"
-        )));
-    }
+    broker.shards.require_owned(shard)?;
     let Some(_claim) = broker.transactions.claim(shard, handle) else {
         info!(%shard, handle = handle.0, "half message is already being ended; ignoring a second end");
         return Err(GatewayError::System(
@@ -285,7 +281,7 @@ pub(crate) async fn run_checker(broker: Arc<Broker>) {
 async fn check_shard(broker: &Arc<Broker>, shard: ShardId) -> Result<()> {
     let now = broker.clock.now_ms();
     let cfg = &broker.settings.transaction;
-    let interval_ms = i64::try_from(cfg.check_interval.as_millis()).unwrap_or(i64::MAX);
+    let interval_ms = crate::config::millis(cfg.check_interval);
     for half in broker.meta.due_half_messages(shard, now, 1000).await? {
         if broker.transactions.is_ending(shard, half.handle) {
             continue;

@@ -111,8 +111,7 @@ pub(crate) fn lock_batch(broker: &Arc<Broker>, cmd: &RemotingCommand) -> Result<
                 .is_some_and(|s| broker.shards.epoch(s).is_some())
         })
         .collect();
-    let expiry =
-        i64::try_from(broker.settings.broker.queue_lock_expiry.as_millis()).unwrap_or(i64::MAX);
+    let expiry = crate::config::millis(broker.settings.broker.queue_lock_expiry);
     let granted = broker.locks.lock(
         &body.consumer_group,
         &body.client_id,

@@ -24,10 +24,7 @@ fn queue_key(
 ) -> Result<QueueKey> {
     let shard = broker
         .shards
-        .resolve(cmd.ext_fields.get("bname").map(String::as_str))
-        .ok_or_else(|| {
-            GatewayError::ServiceNotAvailable("the shard is not owned by this node".into())
-        })?;
+        .require(cmd.ext_fields.get("bname").map(String::as_str))?;
     Ok(QueueKey {
         shard,
         topic: Topic::new(topic),

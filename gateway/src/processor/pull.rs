@@ -58,12 +58,7 @@ pub(crate) async fn handle(
             h.queue_id, h.topic, cfg.read_queue_nums, ch.peer
         )));
     }
-    let shard = broker
-        .shards
-        .resolve(h.broker_name.as_deref())
-        .ok_or_else(|| {
-            GatewayError::ServiceNotAvailable("the shard is not owned by this node".into())
-        })?;
+    let shard = broker.shards.require(h.broker_name.as_deref())?;
     let filter = subscription_filter(broker, &h)?;
     let queue = QueueKey {
         shard,

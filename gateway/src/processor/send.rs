@@ -177,12 +177,7 @@ fn append(
     } else {
         header.queue_id
     };
-    let shard = broker
-        .shards
-        .resolve(header.broker_name.as_deref())
-        .ok_or_else(|| {
-            GatewayError::ServiceNotAvailable("the shard is not owned by this node".into())
-        })?;
+    let shard = broker.shards.require(header.broker_name.as_deref())?;
     let max_size = broker.settings.broker.max_message_size.as_usize();
     if body.len() > max_size {
         return Err(GatewayError::MessageIllegal(format!(
@@ -229,8 +224,7 @@ fn append(
         if half {
             // Stored in the half topic; the answer still names the requested queue, with
             // the half-queue offset END_TRANSACTION will quote back.
-            let timeout_ms =
-                i64::try_from(broker.settings.transaction.timeout.as_millis()).unwrap_or(i64::MAX);
+            let timeout_ms = crate::config::millis(broker.settings.transaction.timeout);
             let template = transaction::to_half(&mut msg, &header.producer_group, timeout_ms);
             let ticket =
                 broker
