@@ -189,6 +189,46 @@ pub trait MetaStore: Send + Sync + Debug {
     /// Every subscription group, ordered by name.
     async fn list_groups(&self) -> Result<Vec<SubscriptionGroupConfig>>;
 
+    // ----- node membership -----
+
+    /// Registers or refreshes a node (upsert of addr and heartbeat_ms).
+    async fn heartbeat_node(&self, node: &NodeInfo) -> Result<()>;
+    /// Every registered node, ordered by node id.
+    async fn list_nodes(&self) -> Result<Vec<NodeInfo>>;
+    /// Removes a node's row (graceful shutdown). Missing row is Ok.
+    async fn remove_node(&self, node: &NodeId) -> Result<()>;
+
+    // ----- retention -----
+
+    /// One retention pass over `shard`, fenced like a commit ([`MetaError::Fenced`] unless
+    /// `node` holds `epoch`; [`MetaError::NotFound`] for an unknown shard), in one
+    /// transaction:
+    /// 1. `queue_segments` rows of the shard whose `max_store_ts < now_ms - retention(topic)`
+    ///    are deleted, where `retention(topic) = topics.retention_hours * 3_600_000` if set,
+    ///    else `policy.default_retention_ms`;
+    /// 2. if `policy.max_shard_bytes` is set and the sum of `section_len` of the shard's
+    ///    sections exceeds it, whole sections are deleted oldest first (by
+    ///    `commit_log_start`), with all their `queue_segments` rows, until within the limit;
+    /// 3. sections of the shard left without any `queue_segments` row are deleted;
+    /// 4. every touched queue's min offset becomes the first offset of its earliest
+    ///    remaining `queue_segments` row, or its max offset when none remains (min offsets
+    ///    never go backwards; max offsets never change).
+    ///
+    /// Returns what moved ([`RetentionOutcome::queues`] ordered by queue) and the object
+    /// keys of deleted sections that no segments row (any shard) references any more
+    /// (sorted).
+    async fn apply_retention(
+        &self,
+        shard: ShardId,
+        node: &NodeId,
+        epoch: Epoch,
+        now_ms: i64,
+        policy: &RetentionPolicy,
+    ) -> Result<RetentionOutcome>;
+    /// The subset of `keys` that no segments row references (orphan candidates: uploaded,
+    /// never committed, or released), in input order.
+    async fn unreferenced_objects(&self, keys: &[String]) -> Result<Vec<String>>;
+
     // ----- name-server KV config -----
 
     /// PUT_KV_CONFIG.

@@ -30,7 +30,7 @@ impl fmt::Debug for ShardId {
 pub struct Epoch(pub i64);
 
 /// A node id (one gateway process identity, stable across its restarts).
-#[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize, Debug)]
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Debug)]
 pub struct NodeId(pub String);
 
 /// Topic configuration (`TopicConfig.java`).
@@ -298,6 +298,39 @@ pub struct SubscriptionGroupConfig {
     pub retry_queue_nums: i32,
     /// Max reconsume times (default 16).
     pub retry_max_times: i32,
+}
+
+/// A gateway node as registered in meta.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, Debug)]
+pub struct NodeInfo {
+    /// Node id.
+    pub node: NodeId,
+    /// Advertised "host:port" of the node's first broker port (shard s is served at port + s).
+    pub addr: String,
+    /// Last heartbeat, ms since epoch.
+    pub heartbeat_ms: i64,
+}
+
+/// Retention rules of one pass.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, Debug)]
+pub struct RetentionPolicy {
+    /// Default age limit of a queue entry's segment (topics.retention_hours overrides per
+    /// topic).
+    pub default_retention_ms: i64,
+    /// Most bytes of sections one shard keeps (None = no size limit).
+    pub max_shard_bytes: Option<u64>,
+}
+
+/// What a retention pass removed.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, Debug, Default)]
+pub struct RetentionOutcome {
+    /// Sections (segments rows) deleted.
+    pub sections_deleted: u64,
+    /// Queues whose min offset moved, with the new min offset (ordered by queue).
+    pub queues: Vec<(QueueKey, QueueOffset)>,
+    /// Object keys no section of any shard references any more (safe to delete from the
+    /// object store), sorted.
+    pub released_objects: Vec<String>,
 }
 
 #[cfg(test)]

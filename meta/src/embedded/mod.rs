@@ -19,6 +19,8 @@ mod catalog;
 mod convert;
 mod half;
 mod leases;
+mod nodes;
+mod retention;
 mod segments;
 #[cfg(test)]
 mod tests;
@@ -72,6 +74,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         4,
         "timers",
         include_str!("../../migrations/sqlite/004_timers.sql"),
+    ),
+    (
+        5,
+        "nodes",
+        include_str!("../../migrations/sqlite/005_nodes.sql"),
     ),
 ];
 
@@ -363,6 +370,37 @@ impl MetaStore for EmbeddedMeta {
 
     async fn list_groups(&self) -> Result<Vec<SubscriptionGroupConfig>> {
         catalog::list_groups(&self.reader).await
+    }
+
+    async fn heartbeat_node(&self, node: &NodeInfo) -> Result<()> {
+        nodes::heartbeat_node(&self.writer, node).await
+    }
+
+    async fn list_nodes(&self) -> Result<Vec<NodeInfo>> {
+        nodes::list_nodes(&self.reader).await
+    }
+
+    async fn remove_node(&self, node: &NodeId) -> Result<()> {
+        nodes::remove_node(&self.writer, node).await
+    }
+
+    /// Round trips: `BEGIN IMMEDIATE`, the fence read, one `DELETE` by age, one `DELETE` by
+    /// size (only with a size limit), one `DELETE` of emptied sections, one `UPDATE` of min
+    /// offsets, one read of still-referenced keys per 500 deleted object keys (none when
+    /// nothing was deleted), `COMMIT`: 6 to 8 for up to 500 deleted objects.
+    async fn apply_retention(
+        &self,
+        shard: ShardId,
+        node: &NodeId,
+        epoch: Epoch,
+        now_ms: i64,
+        policy: &RetentionPolicy,
+    ) -> Result<RetentionOutcome> {
+        retention::apply_retention(&self.writer, shard, node, epoch, now_ms, policy).await
+    }
+
+    async fn unreferenced_objects(&self, keys: &[String]) -> Result<Vec<String>> {
+        retention::unreferenced_objects(&self.reader, keys).await
     }
 
     async fn put_kv(&self, namespace: &str, key: &str, value: &str) -> Result<()> {

@@ -13,6 +13,8 @@ mod catalog;
 mod half;
 mod leases;
 mod lookups;
+mod nodes;
+mod retention;
 mod segments;
 
 use stratus_compat::types::{CommitLogOffset, QueueId, QueueOffset, Topic};
@@ -25,8 +27,8 @@ use crate::model::{
 };
 
 /// Shards [`run_all`] creates after the shard-creation check. Checks use distinct ids:
-/// 0–3 shard creation, 4–10 leases, 11–20 commits, 21–23 lookups, 24–25 batches, 26–31 half
-/// messages; 9999 is a shard that never exists.
+/// 0–3 shard creation, 4–10 leases, 11–20 commits, 21–23 lookups, 24–25 batches, 26–33 half
+/// messages, schedule progress and timers; 34–38 retention; 9999 is a shard that never exists.
 const SHARDS: u32 = 40;
 
 /// Runs every conformance check against `store` (which must be empty). Panics on failure.
@@ -78,6 +80,13 @@ pub async fn run_all(store: &dyn MetaStore) {
     half::record_half_check_and_resolve(store).await;
     half::schedule_progress_advances_with_its_section(store).await;
     half::timers_follow_their_sections(store).await;
+
+    nodes::node_heartbeat_list_remove(store).await;
+    retention::retention_by_age_with_topic_override(store).await;
+    retention::retention_by_size_deletes_oldest_sections_first(store).await;
+    retention::retention_is_fenced_like_a_commit(store).await;
+    retention::shared_object_is_released_with_its_last_section(store).await;
+    retention::unreferenced_objects_keeps_input_order(store).await;
 }
 
 // ----- helpers shared by the checks -----

@@ -190,6 +190,30 @@ impl MetaStore for FlakyMeta {
     async fn delete_kv(&self, namespace: &str, key: &str) -> Result<()> {
         self.inner.delete_kv(namespace, key).await
     }
+    async fn heartbeat_node(&self, node: &NodeInfo) -> Result<()> {
+        self.inner.heartbeat_node(node).await
+    }
+    async fn list_nodes(&self) -> Result<Vec<NodeInfo>> {
+        self.inner.list_nodes().await
+    }
+    async fn remove_node(&self, node: &NodeId) -> Result<()> {
+        self.inner.remove_node(node).await
+    }
+    async fn apply_retention(
+        &self,
+        shard: ShardId,
+        node: &NodeId,
+        epoch: Epoch,
+        now_ms: i64,
+        policy: &RetentionPolicy,
+    ) -> Result<RetentionOutcome> {
+        self.inner
+            .apply_retention(shard, node, epoch, now_ms, policy)
+            .await
+    }
+    async fn unreferenced_objects(&self, keys: &[String]) -> Result<Vec<String>> {
+        self.inner.unreferenced_objects(keys).await
+    }
     async fn close(&self) {
         self.inner.close().await;
     }
