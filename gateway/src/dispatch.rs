@@ -102,12 +102,12 @@ async fn route(
             processor::admin::kv(broker, code, &cmd).await
         }
         C::PullMessage | C::LitePullMessage => processor::pull::handle(broker, ch, cmd).await,
-        C::QueryConsumerOffset => processor::offset::query_consumer_offset(broker, &cmd).await,
-        C::UpdateConsumerOffset => processor::offset::update_consumer_offset(broker, &cmd).await,
-        C::GetMaxOffset => processor::offset::max_offset(broker, &cmd),
-        C::GetMinOffset => processor::offset::min_offset(broker, &cmd),
-        C::GetEarliestMsgStoretime => processor::offset::earliest_store_time(broker, &cmd).await,
-        C::SearchOffsetByTimestamp => processor::offset::search_by_time(broker, &cmd).await,
+        C::QueryConsumerOffset => processor::offset::query_consumer_offset(broker, ch, &cmd).await,
+        C::UpdateConsumerOffset => processor::offset::update_consumer_offset(broker, ch, &cmd).await,
+        C::GetMaxOffset => processor::offset::max_offset(broker, ch, &cmd),
+        C::GetMinOffset => processor::offset::min_offset(broker, ch, &cmd),
+        C::GetEarliestMsgStoretime => processor::offset::earliest_store_time(broker, ch, &cmd).await,
+        C::SearchOffsetByTimestamp => processor::offset::search_by_time(broker, ch, &cmd).await,
         C::HeartBeat => processor::client::heartbeat(broker, ch, &cmd).await,
         C::UnregisterClient => processor::client::unregister(broker, ch, &cmd),
         C::GetConsumerListByGroup => processor::client::consumer_list(broker, &cmd),

@@ -1,15 +1,32 @@
-//! Shard leases: take every shard at start (one node on the embedded default owns them
-//! all), renew them, and release them on shutdown. A renewal that comes back fenced stops
-//! serving that shard at once.
+//! Shard leases and cluster membership.
+//!
+//! Every node registers itself in meta and heartbeats there; one loop per node, every third
+//! of the lease TTL: heartbeat, renew the leases held, rebalance, rebuild the route table.
+//!
+//! Rebalancing aims at a fair share: with `S` shards and `N` live nodes (heartbeat younger
+//! than the lease TTL) each node holds between ⌊S/N⌋ and ⌈S/N⌉. A node below ⌈S/N⌉ takes free
+//! or expired shards (an expired lease is a dead node's: taken over with epoch + 1). A node
+//! above ⌈S/N⌉, or the fullest node while another is below ⌊S/N⌋, hands one shard over per
+//! round: it stops taking requests for it, flushes, closes it and releases the lease, and
+//! the node that needs it takes it on its next round. SIGTERM releases every shard after the
+//! final flush, so the others take them over within one round instead of a TTL. One node on
+//! the embedded default is alone, so it holds every shard.
+//!
+//! A renewal that comes back fenced (another node took the shard: this node was paused or cut
+//! off for longer than the TTL) stops serving that shard at once; sends waiting for it fail
+//! with SERVICE_NOT_AVAILABLE, because their commit is fenced by the epoch.
 
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::Context;
-use stratus_meta::{MetaError, NodeId, ShardId};
+use stratus_meta::{MetaError, NodeId, NodeInfo, ShardId, ShardLease};
 use stratus_segments::writer::ShardStatus;
 use tracing::{error, info, warn};
 
 use crate::app::{Broker, renew_interval};
+use crate::shard::{shard_addr, shard_port};
 
 fn ttl_ms(broker: &Broker) -> i64 {
     crate::config::millis(broker.settings.meta.lease_ttl)
@@ -19,19 +36,31 @@ fn node(broker: &Broker) -> NodeId {
     NodeId(broker.settings.node.id.clone())
 }
 
-/// Creates the configured shards and takes every free one.
-pub(crate) async fn acquire_all(broker: &Arc<Broker>) -> anyhow::Result<()> {
-    let leases = broker
+/// Creates the configured shards, registers this node and takes its share.
+pub(crate) async fn start(broker: &Arc<Broker>) -> anyhow::Result<()> {
+    broker
         .meta
         .ensure_shards(broker.settings.node.shards)
         .await
         .context("meta: ensure shards")?;
-    for lease in leases {
-        take(broker, lease.shard).await?;
-    }
+    heartbeat(broker).await.context("meta: register node")?;
+    rebalance(broker).await.context("meta: take shards")?;
+    refresh_routes(broker).await.context("meta: load routes")?;
     Ok(())
 }
 
+async fn heartbeat(broker: &Broker) -> Result<(), MetaError> {
+    broker
+        .meta
+        .heartbeat_node(&NodeInfo {
+            node: node(broker),
+            addr: broker.advertised.clone(),
+            heartbeat_ms: broker.clock.now_ms(),
+        })
+        .await
+}
+
+/// Takes `shard` if it is free, expired or ours; opens it in the writer and binds its port.
 async fn take(broker: &Arc<Broker>, shard: ShardId) -> anyhow::Result<bool> {
     let now = broker.clock.now_ms();
     let Some(lease) = broker
@@ -43,24 +72,101 @@ async fn take(broker: &Arc<Broker>, shard: ShardId) -> anyhow::Result<bool> {
         info!(%shard, "shard held by another node");
         return Ok(false);
     };
-    let state = broker
-        .meta
-        .shard_state(shard)
-        .await
-        .with_context(|| format!("meta: load shard {shard}"))?;
+    let state = match broker.meta.shard_state(shard).await {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = broker
+                .meta
+                .release_shard(shard, &node(broker), lease.epoch)
+                .await;
+            return Err(e).with_context(|| format!("meta: load shard {shard}"));
+        }
+    };
+    let listener = match bind_shard(broker, shard).await {
+        Ok(l) => l,
+        Err(e) => {
+            let _ = broker
+                .meta
+                .release_shard(shard, &node(broker), lease.epoch)
+                .await;
+            return Err(e);
+        }
+    };
     broker.writer.open_shard(shard, lease.epoch, state);
-    broker.shards.insert(shard, lease.epoch);
+    let stop = broker.shards.insert(shard, lease.epoch);
+    if let Some((addr, l)) = listener {
+        info!(%shard, %addr, "serving shard");
+        broker.tracker.spawn(crate::net::listener::run(
+            l,
+            broker.clone(),
+            broker.conn_limit.clone(),
+            crate::net::listener::Serves {
+                shard: Some(shard),
+                stop,
+            },
+        ));
+    }
+    if let Some(addr) = shard_addr(&broker.advertised, shard) {
+        broker.routes.set(shard, addr);
+    }
     info!(%shard, epoch = lease.epoch.0, "shard acquired");
     Ok(true)
 }
 
-/// Renews leases until cancelled.
+/// Binds the port of `shard` (first broker port + shard id). `None` when that port is the
+/// name-server port, which then serves the shard too.
+async fn bind_shard(
+    broker: &Broker,
+    shard: ShardId,
+) -> anyhow::Result<Option<(SocketAddr, tokio::net::TcpListener)>> {
+    let base = broker.settings.listen.broker_addr;
+    let port = shard_port(base.port(), shard)
+        .with_context(|| format!("listen.broker_addr: no port for shard {shard}"))?;
+    let addr = SocketAddr::new(base.ip(), port);
+    if addr == broker.settings.listen.namesrv_addr {
+        return Ok(None);
+    }
+    let l = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("listen.broker_addr: cannot bind {addr} for shard {shard}"))?;
+    Ok(Some((addr, l)))
+}
+
+/// Stops serving `shard`: no new requests, flush what was accepted, close it in the writer,
+/// release the lease (owner cleared, epoch kept; the next owner bumps it).
+async fn hand_over(broker: &Arc<Broker>, shard: ShardId) {
+    let Some(epoch) = broker.shards.epoch(shard) else {
+        return;
+    };
+    info!(%shard, epoch = epoch.0, "handing shard over");
+    broker.shards.remove(shard);
+    broker.routes.remove(shard);
+    if let Err(e) = broker.writer.flush().await {
+        warn!(%shard, error = %e, "flush before hand-over failed");
+    }
+    broker.writer.close_shard(shard);
+    if let Err(e) = broker.meta.release_shard(shard, &node(broker), epoch).await {
+        warn!(%shard, error = %e, "release failed; the lease will expire");
+    }
+}
+
+/// Drops a shard whose lease was lost: nothing more is committed under the old epoch.
+fn drop_lost(broker: &Broker, shard: ShardId) {
+    broker.shards.remove(shard);
+    broker.routes.remove(shard);
+    broker.writer.close_shard(shard);
+}
+
+/// Renews leases and keeps the membership and the route table current until cancelled.
 pub(crate) async fn keep(broker: Arc<Broker>) {
     let every = renew_interval(broker.settings.meta.lease_ttl);
     loop {
         tokio::select! {
             () = broker.cancel.cancelled() => return,
             () = broker.clock.sleep(every) => {}
+        }
+        if let Err(e) = heartbeat(&broker).await {
+            warn!(error = %e, "node heartbeat failed; will retry");
         }
         for (shard, epoch) in broker.shards.all() {
             let now = broker.clock.now_ms();
@@ -72,24 +178,143 @@ pub(crate) async fn keep(broker: Arc<Broker>) {
                 Ok(_) => reopen_if_failed(&broker, shard, epoch).await,
                 Err(MetaError::Fenced { .. }) => {
                     error!(%shard, epoch = epoch.0, "lease lost; shard stops here");
-                    broker.shards.remove(shard);
-                    broker.writer.close_shard(shard);
+                    drop_lost(&broker, shard);
                 }
                 Err(e) => warn!(%shard, error = %e, "lease renewal failed; will retry"),
             }
         }
-        // Re-take shards that are free (e.g. after a transient loss).
-        if let Ok(all) = broker.meta.list_shards().await {
-            for lease in all {
-                if broker.shards.epoch(lease.shard).is_none()
-                    && lease.owner.is_none()
-                    && let Err(e) = take(&broker, lease.shard).await
-                {
-                    warn!(shard = %lease.shard, error = %e, "cannot take free shard");
+        if broker.cancel.is_cancelled() {
+            return;
+        }
+        if let Err(e) = rebalance(&broker).await {
+            warn!(error = %e, "rebalance failed; will retry");
+        }
+        if let Err(e) = refresh_routes(&broker).await {
+            warn!(error = %e, "route refresh failed; will retry");
+        }
+    }
+}
+
+/// What a node should do in one rebalance round.
+#[derive(Debug, PartialEq, Eq)]
+enum Move {
+    /// Take up to this many free or expired shards.
+    Take(usize),
+    /// Hand one shard over.
+    GiveOne,
+    Stay,
+}
+
+/// Fair-share decision for `me`, given every live node's count of live leases (`me`
+/// included) and the shard total.
+fn decide(me: &NodeId, held: &BTreeMap<NodeId, usize>, total: usize) -> Move {
+    let live = held.len().max(1);
+    let ceil = total.div_ceil(live);
+    let floor = total / live;
+    let mine = held.get(me).copied().unwrap_or(0);
+    if mine > ceil {
+        return Move::GiveOne;
+    }
+    let starving = held.values().any(|&n| n < floor);
+    // The fullest node (ties: the smallest id) gives way to a starving one.
+    let fullest = held
+        .iter()
+        .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
+        .map(|(n, _)| n);
+    if starving && mine > floor && fullest == Some(me) {
+        return Move::GiveOne;
+    }
+    // While a node starves, only it takes: a shard handed over for it goes to it.
+    if mine < floor || (!starving && mine < ceil) {
+        return Move::Take(ceil - mine);
+    }
+    Move::Stay
+}
+
+fn live_leases(leases: &[ShardLease], now: i64) -> impl Iterator<Item = (&ShardLease, &NodeId)> {
+    leases.iter().filter_map(move |l| match &l.owner {
+        Some(o) if l.expires_at_ms > now => Some((l, o)),
+        _ => None,
+    })
+}
+
+async fn rebalance(broker: &Arc<Broker>) -> anyhow::Result<()> {
+    let me = node(broker);
+    let now = broker.clock.now_ms();
+    let ttl = ttl_ms(broker);
+    let nodes = broker.meta.list_nodes().await?;
+    let leases = broker.meta.list_shards().await?;
+    let mut held: BTreeMap<NodeId, usize> = nodes
+        .iter()
+        .filter(|n| n.heartbeat_ms > now - ttl)
+        .map(|n| (n.node.clone(), 0))
+        .collect();
+    held.insert(me.clone(), broker.shards.len());
+    for (_, owner) in live_leases(&leases, now) {
+        if *owner != me
+            && let Some(n) = held.get_mut(owner)
+        {
+            *n += 1;
+        }
+    }
+    match decide(&me, &held, leases.len()) {
+        Move::GiveOne => {
+            if let Some((shard, _)) = broker.shards.all().last() {
+                hand_over(broker, *shard).await;
+            }
+        }
+        Move::Take(mut want) => {
+            for lease in &leases {
+                if want == 0 {
+                    break;
+                }
+                let free = match &lease.owner {
+                    None => true,
+                    Some(o) => (*o == me && broker.shards.epoch(lease.shard).is_none())
+                        || lease.expires_at_ms <= now,
+                };
+                if free && broker.shards.epoch(lease.shard).is_none() {
+                    match take(broker, lease.shard).await {
+                        Ok(true) => want -= 1,
+                        Ok(false) => {}
+                        Err(e) => warn!(shard = %lease.shard, error = %e, "cannot take shard"),
+                    }
                 }
             }
         }
+        Move::Stay => {}
     }
+    Ok(())
+}
+
+/// Rebuilds the route table: each shard with a live lease, at its owner's address.
+async fn refresh_routes(broker: &Broker) -> anyhow::Result<()> {
+    let now = broker.clock.now_ms();
+    let nodes: HashMap<NodeId, String> = broker
+        .meta
+        .list_nodes()
+        .await?
+        .into_iter()
+        .map(|n| (n.node, n.addr))
+        .collect();
+    let leases = broker.meta.list_shards().await?;
+    let me = node(broker);
+    let mut routes = BTreeMap::new();
+    for (lease, owner) in live_leases(&leases, now) {
+        let base = if *owner == me {
+            if broker.shards.epoch(lease.shard).is_none() {
+                continue;
+            }
+            Some(&broker.advertised)
+        } else {
+            nodes.get(owner)
+        };
+        if let Some(addr) = base.and_then(|b| shard_addr(b, lease.shard)) {
+            routes.insert(lease.shard, addr);
+        }
+    }
+    broker.routes.replace(routes);
+    Ok(())
 }
 
 /// A shard whose segment commit failed (upload or meta error after retries) accepts no
@@ -104,7 +329,7 @@ async fn reopen_if_failed(broker: &Arc<Broker>, shard: ShardId, epoch: stratus_m
     }
 }
 
-/// Releases every owned shard (after the final flush).
+/// Releases every owned shard (after the final flush) and leaves the membership.
 pub(crate) async fn release_all(broker: &Arc<Broker>) {
     for (shard, epoch) in broker.shards.all() {
         broker.writer.close_shard(shard);
@@ -112,5 +337,75 @@ pub(crate) async fn release_all(broker: &Arc<Broker>) {
         if let Err(e) = broker.meta.release_shard(shard, &node(broker), epoch).await {
             warn!(%shard, error = %e, "release failed");
         }
+    }
+    if let Err(e) = broker.meta.remove_node(&node(broker)).await {
+        warn!(error = %e, "cannot leave the membership; the heartbeat will expire");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn held(counts: &[(&str, usize)]) -> BTreeMap<NodeId, usize> {
+        counts
+            .iter()
+            .map(|(n, c)| (NodeId((*n).into()), *c))
+            .collect()
+    }
+
+    fn me(n: &str) -> NodeId {
+        NodeId(n.into())
+    }
+
+    #[test]
+    fn a_lone_node_takes_every_shard() {
+        assert_eq!(decide(&me("a"), &held(&[("a", 0)]), 4), Move::Take(4));
+        assert_eq!(decide(&me("a"), &held(&[("a", 4)]), 4), Move::Stay);
+    }
+
+    #[test]
+    fn a_joining_node_gets_a_fair_share_by_hand_over() {
+        // 6 shards on two nodes; a third joins: each old node holds 3 > ⌈6/3⌉ = 2.
+        let h = held(&[("a", 3), ("b", 3), ("c", 0)]);
+        assert_eq!(decide(&me("a"), &h, 6), Move::GiveOne);
+        assert_eq!(decide(&me("b"), &h, 6), Move::GiveOne);
+        assert_eq!(decide(&me("c"), &h, 6), Move::Take(2));
+        let h = held(&[("a", 2), ("b", 2), ("c", 2)]);
+        for n in ["a", "b", "c"] {
+            assert_eq!(decide(&me(n), &h, 6), Move::Stay);
+        }
+    }
+
+    #[test]
+    fn the_fullest_node_gives_way_to_a_starving_one() {
+        // 4 shards, 3 nodes: ⌊4/3⌋ = 1, ⌈4/3⌉ = 2; c holds none.
+        let h = held(&[("a", 2), ("b", 2), ("c", 0)]);
+        assert_eq!(decide(&me("a"), &h, 4), Move::GiveOne);
+        assert_eq!(decide(&me("b"), &h, 4), Move::Stay);
+        assert_eq!(decide(&me("c"), &h, 4), Move::Take(2));
+        // After one hand-over: 1, 2, 0 → only c takes; b, now the fullest, gives another.
+        let h = held(&[("a", 1), ("b", 2), ("c", 0)]);
+        assert_eq!(decide(&me("a"), &h, 4), Move::Stay);
+        assert_eq!(decide(&me("b"), &h, 4), Move::GiveOne);
+        assert_eq!(decide(&me("c"), &h, 4), Move::Take(2));
+        // 1, 1, 1 and one free shard: whoever is first takes it.
+        let h = held(&[("a", 1), ("b", 1), ("c", 1)]);
+        assert_eq!(decide(&me("b"), &h, 4), Move::Take(1));
+    }
+
+    #[test]
+    fn survivors_take_a_dead_nodes_shards() {
+        // c died: its leases expired, it is not live any more.
+        let h = held(&[("a", 2), ("b", 2)]);
+        assert_eq!(decide(&me("a"), &h, 6), Move::Take(1));
+        assert_eq!(decide(&me("b"), &h, 6), Move::Take(1));
+    }
+
+    #[test]
+    fn more_nodes_than_shards_leaves_spares_idle() {
+        let h = held(&[("a", 1), ("b", 1), ("c", 1), ("d", 0)]);
+        assert_eq!(decide(&me("d"), &h, 3), Move::Take(1));
+        assert_eq!(decide(&me("a"), &h, 3), Move::Stay);
     }
 }

@@ -328,7 +328,7 @@ mod tests {
     ) {
         let (tx, rx) = mpsc::channel(16);
         (
-            Arc::new(Channel::new(id, "127.0.0.1:1".parse().unwrap(), tx)),
+            Arc::new(Channel::new(id, "127.0.0.1:1".parse().unwrap(), None, tx)),
             rx,
         )
     }

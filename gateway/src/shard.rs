@@ -1,10 +1,17 @@
-//! Shards this node owns: names as published in routes (`broker-<n>`), epochs, and the
-//! lease keeper that renews them.
+//! Shards: names as published in routes (`broker-<n>`), the ports they are served on, the
+//! shards this node owns (with their epochs), and the cluster's route table.
+//!
+//! Each shard is a logical broker. RocketMQ clients address a broker by its address and
+//! most requests carry no broker name, so every shard gets a port of its own: shard `s` is
+//! served on the node's first broker port + `s` (and advertised likewise). A node binds a
+//! shard's port when it takes the shard and closes it, with the connections accepted on it,
+//! when it gives the shard up, so clients of a moved shard reconnect and refresh routes.
 
 use std::collections::BTreeMap;
 
 use parking_lot::RwLock;
 use stratus_meta::{Epoch, ShardId};
+use tokio_util::sync::CancellationToken;
 
 use crate::error::{GatewayError, Result};
 
@@ -18,32 +25,78 @@ pub(crate) fn parse_shard_name(name: &str) -> Option<ShardId> {
     name.strip_prefix("broker-")?.parse().ok().map(ShardId)
 }
 
+/// Port of `shard` given the first broker port; `None` past 65535.
+pub(crate) fn shard_port(base: u16, shard: ShardId) -> Option<u16> {
+    u16::try_from(u32::from(base).checked_add(shard.0)?).ok()
+}
+
+/// `host:port` of `shard` given a node's advertised first broker address (`host:port`).
+pub(crate) fn shard_addr(base_addr: &str, shard: ShardId) -> Option<String> {
+    let (host, port) = base_addr.rsplit_once(':')?;
+    let port = shard_port(port.parse().ok()?, shard)?;
+    Some(format!("{host}:{port}"))
+}
+
+#[derive(Debug)]
+struct Owned {
+    epoch: Epoch,
+    /// Cancelled when the shard leaves this node: closes its listener and connections.
+    stop: CancellationToken,
+}
+
 /// Shards owned here with the epoch each is held under.
 #[derive(Debug, Default)]
 pub(crate) struct OwnedShards {
-    shards: RwLock<BTreeMap<ShardId, Epoch>>,
+    shards: RwLock<BTreeMap<ShardId, Owned>>,
 }
 
 impl OwnedShards {
-    pub(crate) fn insert(&self, shard: ShardId, epoch: Epoch) {
-        self.shards.write().insert(shard, epoch);
+    /// Records `shard` as owned; returns the token its listener stops on.
+    pub(crate) fn insert(&self, shard: ShardId, epoch: Epoch) -> CancellationToken {
+        let stop = CancellationToken::new();
+        let old = self.shards.write().insert(
+            shard,
+            Owned {
+                epoch,
+                stop: stop.clone(),
+            },
+        );
+        if let Some(old) = old {
+            old.stop.cancel();
+        }
+        stop
     }
 
+    /// Forgets `shard` and closes its listener and connections.
     pub(crate) fn remove(&self, shard: ShardId) {
-        self.shards.write().remove(&shard);
+        if let Some(old) = self.shards.write().remove(&shard) {
+            old.stop.cancel();
+        }
     }
 
     pub(crate) fn epoch(&self, shard: ShardId) -> Option<Epoch> {
-        self.shards.read().get(&shard).copied()
+        self.shards.read().get(&shard).map(|o| o.epoch)
     }
 
     pub(crate) fn all(&self) -> Vec<(ShardId, Epoch)> {
-        self.shards.read().iter().map(|(s, e)| (*s, *e)).collect()
+        self.shards
+            .read()
+            .iter()
+            .map(|(s, o)| (*s, o.epoch))
+            .collect()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.shards.read().len()
     }
 
     /// [`Self::resolve`], or SERVICE_NOT_AVAILABLE so the client refreshes its route.
-    pub(crate) fn require(&self, broker_name: Option<&str>) -> Result<ShardId> {
-        self.resolve(broker_name).ok_or_else(|| {
+    pub(crate) fn require(
+        &self,
+        broker_name: Option<&str>,
+        conn_shard: Option<ShardId>,
+    ) -> Result<ShardId> {
+        self.resolve(broker_name, conn_shard).ok_or_else(|| {
             GatewayError::ServiceNotAvailable("the shard is not owned by this node".into())
         })
     }
@@ -58,14 +111,91 @@ impl OwnedShards {
         }
     }
 
-    /// The shard a broker request targets: the one its `bname` names, else the first owned
-    /// shard (clients that send no broker name talk to single-shard nodes).
-    pub(crate) fn resolve(&self, broker_name: Option<&str>) -> Option<ShardId> {
+    /// The shard a broker request targets: the one its `bname` names, else the shard of the
+    /// port it came in on, else (the name-server port) the first owned shard.
+    pub(crate) fn resolve(
+        &self,
+        broker_name: Option<&str>,
+        conn_shard: Option<ShardId>,
+    ) -> Option<ShardId> {
         let shards = self.shards.read();
-        match broker_name.and_then(parse_shard_name) {
+        match broker_name.and_then(parse_shard_name).or(conn_shard) {
             Some(s) if shards.contains_key(&s) => Some(s),
             Some(_) => None,
             None => shards.keys().next().copied(),
         }
+    }
+}
+
+/// Where every shard is served, as published in routes: shard → `host:port` of its owner.
+/// Rebuilt from meta by the membership loop; a shard without a live owner is absent.
+#[derive(Debug, Default)]
+pub(crate) struct RouteTable {
+    routes: RwLock<BTreeMap<ShardId, String>>,
+}
+
+impl RouteTable {
+    pub(crate) fn replace(&self, routes: BTreeMap<ShardId, String>) {
+        *self.routes.write() = routes;
+    }
+
+    pub(crate) fn set(&self, shard: ShardId, addr: String) {
+        self.routes.write().insert(shard, addr);
+    }
+
+    pub(crate) fn remove(&self, shard: ShardId) {
+        self.routes.write().remove(&shard);
+    }
+
+    pub(crate) fn all(&self) -> Vec<(ShardId, String)> {
+        self.routes
+            .read()
+            .iter()
+            .map(|(s, a)| (*s, a.clone()))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shard_ports_and_addresses() {
+        assert_eq!(shard_port(10911, ShardId(0)), Some(10911));
+        assert_eq!(shard_port(10911, ShardId(3)), Some(10914));
+        assert_eq!(shard_port(65535, ShardId(1)), None);
+        assert_eq!(
+            shard_addr("10.0.0.5:10911", ShardId(2)).as_deref(),
+            Some("10.0.0.5:10913")
+        );
+        assert_eq!(
+            shard_addr("node-a.stratus:20000", ShardId(0)).as_deref(),
+            Some("node-a.stratus:20000")
+        );
+        assert_eq!(shard_addr("no-port", ShardId(0)), None);
+    }
+
+    #[test]
+    fn requests_resolve_by_name_then_port_then_first_shard() {
+        let owned = OwnedShards::default();
+        owned.insert(ShardId(1), Epoch(1));
+        owned.insert(ShardId(4), Epoch(2));
+        assert_eq!(owned.resolve(None, None), Some(ShardId(1)));
+        assert_eq!(owned.resolve(None, Some(ShardId(4))), Some(ShardId(4)));
+        assert_eq!(owned.resolve(Some("broker-1"), Some(ShardId(4))), Some(ShardId(1)));
+        assert_eq!(owned.resolve(Some("broker-2"), None), None);
+        assert_eq!(owned.resolve(None, Some(ShardId(2))), None);
+        assert!(owned.require(Some("broker-2"), None).is_err());
+    }
+
+    #[test]
+    fn removing_a_shard_stops_its_listener() {
+        let owned = OwnedShards::default();
+        let stop = owned.insert(ShardId(0), Epoch(1));
+        assert!(!stop.is_cancelled());
+        owned.remove(ShardId(0));
+        assert!(stop.is_cancelled());
+        assert_eq!(owned.len(), 0);
     }
 }

@@ -24,13 +24,14 @@ pub(crate) async fn serve(
     broker: Arc<Broker>,
     id: u64,
     _permit: OwnedSemaphorePermit,
+    serves: super::listener::Serves,
 ) {
     let limits = broker.settings.frame_limits();
     let (r, w) = stream.into_split();
     let mut frames = FramedRead::new(r, RemotingCodec::new(limits));
     let mut sink = FramedWrite::new(w, RemotingCodec::new(limits));
     let (tx, mut rx) = mpsc::channel(broker.settings.limits.writer_queue);
-    let channel = Arc::new(Channel::new(id, peer, tx));
+    let channel = Arc::new(Channel::new(id, peer, serves.shard, tx));
     let in_flight = Arc::new(Semaphore::new(
         broker.settings.limits.max_in_flight_per_connection,
     ));
@@ -60,6 +61,10 @@ pub(crate) async fn serve(
     loop {
         tokio::select! {
             () = broker.cancel.cancelled() => break,
+            () = serves.stop.cancelled() => {
+                info!("closing connection: its shard left this node");
+                break;
+            }
             () = channel.closed.cancelled() => break,
             () = broker.clock.sleep(idle) => {
                 info!("closing idle connection");

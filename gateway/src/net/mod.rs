@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use stratus_compat::command::{FLAG_ONEWAY, RemotingCommand};
 use stratus_compat::request::heartbeat::ConsumerGroupHeader;
 use stratus_compat::{RequestCode, SerializeType};
+use stratus_meta::ShardId;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -21,6 +22,8 @@ pub(crate) struct Channel {
     pub(crate) id: u64,
     /// Peer address (the message's born host).
     pub(crate) peer: SocketAddr,
+    /// The shard whose port the connection came in on (`None`: the name-server port).
+    pub(crate) shard: Option<ShardId>,
     /// Outgoing frames, drained by the connection's writer task.
     tx: mpsc::Sender<RemotingCommand>,
     /// Opaque counter for server→client requests.
@@ -30,10 +33,16 @@ pub(crate) struct Channel {
 }
 
 impl Channel {
-    pub(crate) fn new(id: u64, peer: SocketAddr, tx: mpsc::Sender<RemotingCommand>) -> Self {
+    pub(crate) fn new(
+        id: u64,
+        peer: SocketAddr,
+        shard: Option<ShardId>,
+        tx: mpsc::Sender<RemotingCommand>,
+    ) -> Self {
         Self {
             id,
             peer,
+            shard,
             tx,
             next_opaque: AtomicI32::new(1),
             closed: CancellationToken::new(),

@@ -13,18 +13,20 @@ use stratus_compat::types::{ConsumerGroup, QueueId, QueueOffset, Topic};
 use stratus_meta::{ConsumerOffset, QueueKey};
 
 use crate::app::Broker;
+use crate::net::Channel;
 use crate::dispatch::{respond, success};
 use crate::error::{GatewayError, Result};
 
 fn queue_key(
     broker: &Broker,
+    ch: &Channel,
     cmd: &RemotingCommand,
     topic: &str,
     queue_id: i32,
 ) -> Result<QueueKey> {
     let shard = broker
         .shards
-        .require(cmd.ext_fields.get("bname").map(String::as_str))?;
+        .require(cmd.ext_fields.get("bname").map(String::as_str), ch.shard)?;
     Ok(QueueKey {
         shard,
         topic: Topic::new(topic),
@@ -35,10 +37,11 @@ fn queue_key(
 /// QUERY_CONSUMER_OFFSET (14).
 pub(crate) async fn query_consumer_offset(
     broker: &Arc<Broker>,
+    ch: &Channel,
     cmd: &RemotingCommand,
 ) -> Result<RemotingCommand> {
     let h = QueryConsumerOffsetRequestHeader::from_command(cmd)?;
-    let queue = queue_key(broker, cmd, &h.topic, h.queue_id)?;
+    let queue = queue_key(broker, ch, cmd, &h.topic, h.queue_id)?;
     let group = ConsumerGroup::new(h.consumer_group.clone());
     if let Some(off) = broker.meta.consumer_offset(&group, &queue).await? {
         let mut resp = success();
@@ -64,6 +67,7 @@ pub(crate) async fn query_consumer_offset(
 /// UPDATE_CONSUMER_OFFSET (15).
 pub(crate) async fn update_consumer_offset(
     broker: &Arc<Broker>,
+    ch: &Channel,
     cmd: &RemotingCommand,
 ) -> Result<RemotingCommand> {
     let h = UpdateConsumerOffsetRequestHeader::from_command(cmd)?;
@@ -73,7 +77,7 @@ pub(crate) async fn update_consumer_offset(
             h.topic
         )));
     }
-    let queue = queue_key(broker, cmd, &h.topic, h.queue_id)?;
+    let queue = queue_key(broker, ch, cmd, &h.topic, h.queue_id)?;
     broker
         .meta
         .commit_consumer_offsets(&[ConsumerOffset {
@@ -86,18 +90,18 @@ pub(crate) async fn update_consumer_offset(
 }
 
 /// GET_MAX_OFFSET (30).
-pub(crate) fn max_offset(broker: &Arc<Broker>, cmd: &RemotingCommand) -> Result<RemotingCommand> {
+pub(crate) fn max_offset(broker: &Arc<Broker>, ch: &Channel, cmd: &RemotingCommand) -> Result<RemotingCommand> {
     let h = QueueRequestHeader::from_command(cmd)?;
-    let queue = queue_key(broker, cmd, &h.topic, h.queue_id)?;
+    let queue = queue_key(broker, ch, cmd, &h.topic, h.queue_id)?;
     let mut resp = success();
     write_offset_response(&mut resp, broker.heads.max_offset(&queue).0);
     Ok(resp)
 }
 
 /// GET_MIN_OFFSET (31).
-pub(crate) fn min_offset(broker: &Arc<Broker>, cmd: &RemotingCommand) -> Result<RemotingCommand> {
+pub(crate) fn min_offset(broker: &Arc<Broker>, ch: &Channel, cmd: &RemotingCommand) -> Result<RemotingCommand> {
     let h = QueueRequestHeader::from_command(cmd)?;
-    let queue = queue_key(broker, cmd, &h.topic, h.queue_id)?;
+    let queue = queue_key(broker, ch, cmd, &h.topic, h.queue_id)?;
     let mut resp = success();
     write_offset_response(&mut resp, broker.heads.min_offset(&queue).0);
     Ok(resp)
@@ -106,10 +110,11 @@ pub(crate) fn min_offset(broker: &Arc<Broker>, cmd: &RemotingCommand) -> Result<
 /// GET_EARLIEST_MSG_STORETIME (32).
 pub(crate) async fn earliest_store_time(
     broker: &Arc<Broker>,
+    ch: &Channel,
     cmd: &RemotingCommand,
 ) -> Result<RemotingCommand> {
     let h = QueueRequestHeader::from_command(cmd)?;
-    let queue = queue_key(broker, cmd, &h.topic, h.queue_id)?;
+    let queue = queue_key(broker, ch, cmd, &h.topic, h.queue_id)?;
     let min = broker.heads.min_offset(&queue);
     let ts = if broker.heads.max_offset(&queue) > min {
         broker.reader.store_time_at(&queue, min).await?.unwrap_or(0)
@@ -124,10 +129,11 @@ pub(crate) async fn earliest_store_time(
 /// SEARCH_OFFSET_BY_TIMESTAMP (29).
 pub(crate) async fn search_by_time(
     broker: &Arc<Broker>,
+    ch: &Channel,
     cmd: &RemotingCommand,
 ) -> Result<RemotingCommand> {
     let h = SearchOffsetRequestHeader::from_command(cmd)?;
-    let queue = queue_key(broker, cmd, &h.topic, h.queue_id)?;
+    let queue = queue_key(broker, ch, cmd, &h.topic, h.queue_id)?;
     let off = broker
         .reader
         .search_offset_by_time(&queue, h.timestamp, h.boundary_type == BoundaryType::Upper)

@@ -58,7 +58,7 @@ pub(crate) async fn handle(
             h.queue_id, h.topic, cfg.read_queue_nums, ch.peer
         )));
     }
-    let shard = broker.shards.require(h.broker_name.as_deref())?;
+    let shard = broker.shards.require(h.broker_name.as_deref(), ch.shard)?;
     let filter = subscription_filter(broker, &h)?;
     let queue = QueueKey {
         shard,

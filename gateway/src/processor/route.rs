@@ -1,6 +1,7 @@
 //! Name-server role: routes, cluster info, topic lists (§8). Routes come from meta: every
 //! topic has its queues on every shard, each shard published as a broker named
-//! `broker-<n>` at its owner's advertised address.
+//! `broker-<n>` at its owner's advertised address (first broker port + n). Any node answers
+//! with every shard that has a live owner, from the route table the membership loop keeps.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -21,13 +22,13 @@ use crate::shard::shard_name;
 
 fn broker_datas(broker: &Broker) -> Vec<BrokerData> {
     broker
-        .shards
+        .routes
         .all()
         .into_iter()
-        .map(|(shard, _)| BrokerData {
+        .map(|(shard, addr)| BrokerData {
             cluster: broker.settings.node.cluster_name.clone(),
             broker_name: shard_name(shard),
-            broker_addrs: BTreeMap::from([("0".to_owned(), broker.advertised.clone())]),
+            broker_addrs: BTreeMap::from([("0".to_owned(), addr)]),
             enable_acting_master: false,
         })
         .collect()
@@ -73,7 +74,7 @@ pub(crate) async fn get_route(
             ),
         ));
     };
-    if broker.shards.all().is_empty() {
+    if broker.routes.all().is_empty() {
         return Ok(respond(
             ResponseCode::TopicNotExist,
             "no shard is owned by a live node",

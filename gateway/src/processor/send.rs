@@ -39,7 +39,10 @@ pub(crate) enum Prepared {
     /// Refused.
     Failed(GatewayError),
     /// The topic needs auto-creation first; everything happens in `complete`.
-    Deferred { peer: SocketAddr },
+    Deferred {
+        peer: SocketAddr,
+        conn_shard: Option<ShardId>,
+    },
 }
 
 /// A send appended to its shard's open segment.
@@ -63,11 +66,14 @@ pub(crate) fn prepare(broker: &Arc<Broker>, ch: &Channel, cmd: &RemotingCommand)
         return Prepared::Failed(e);
     }
     match broker.topics.get(&header.topic) {
-        Some(cfg) => match append(broker, ch.peer, &header, cmd.body.clone(), &cfg) {
+        Some(cfg) => match append(broker, ch.peer, ch.shard, &header, cmd.body.clone(), &cfg) {
             Ok(a) => Prepared::Appended(a),
             Err(e) => Prepared::Failed(e),
         },
-        None => Prepared::Deferred { peer: ch.peer },
+        None => Prepared::Deferred {
+            peer: ch.peer,
+            conn_shard: ch.shard,
+        },
     }
 }
 
@@ -80,7 +86,7 @@ pub(crate) async fn complete(
     let appended = match prepared {
         Prepared::Appended(a) => a,
         Prepared::Failed(e) => return Err(e),
-        Prepared::Deferred { peer } => {
+        Prepared::Deferred { peer, conn_shard } => {
             let mut header = SendMessageRequestHeader::from_command(&cmd)?;
             divert_exhausted_retry(&mut header);
             let cfg = broker
@@ -97,7 +103,7 @@ pub(crate) async fn complete(
                         header.topic
                     ))
                 })?;
-            append(broker, peer, &header, cmd.body.clone(), &cfg)?
+            append(broker, peer, conn_shard, &header, cmd.body.clone(), &cfg)?
         }
     };
     let Appended {
@@ -155,6 +161,7 @@ static QUEUE_PICK: AtomicU32 = AtomicU32::new(0);
 fn append(
     broker: &Broker,
     peer: SocketAddr,
+    conn_shard: Option<ShardId>,
     header: &SendMessageRequestHeader,
     body: Bytes,
     cfg: &TopicConfig,
@@ -177,7 +184,7 @@ fn append(
     } else {
         header.queue_id
     };
-    let shard = broker.shards.require(header.broker_name.as_deref())?;
+    let shard = broker.shards.require(header.broker_name.as_deref(), conn_shard)?;
     let max_size = broker.settings.broker.max_message_size.as_usize();
     if body.len() > max_size {
         return Err(GatewayError::MessageIllegal(format!(

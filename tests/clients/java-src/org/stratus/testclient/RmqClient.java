@@ -201,6 +201,7 @@ public final class RmqClient {
             throw new IllegalArgumentException("--delay-level needs L >= 1 and not --mode batch");
         }
         int shardingKeys = Integer.parseInt(opt(m, "sharding-key-count", "0"));
+        long intervalMs = Long.parseLong(opt(m, "interval-ms", "0"));
         if (shardingKeys < 0 || (shardingKeys > 0 && !mode.equals("sync"))) {
             throw new IllegalArgumentException("--sharding-key-count needs K >= 1 and --mode sync");
         }
@@ -210,6 +211,7 @@ public final class RmqClient {
         producer.setSendMsgTimeout(10000);
         producer.setVipChannelEnabled(false);
         producer.setInstanceName("stratus-" + ProcessHandle.current().pid());
+        producer.setPollNameServerInterval(Integer.parseInt(opt(m, "poll-namesrv-ms", "30000")));
         producer.start();
 
         Message[] msgs = new Message[count];
@@ -250,6 +252,9 @@ public final class RmqClient {
                     } catch (Exception e) {
                         errors.incrementAndGet();
                         emit(errLine(i, errText(e)));
+                    }
+                    if (intervalMs > 0) {
+                        Thread.sleep(intervalMs);
                     }
                 }
                 break;
@@ -340,8 +345,9 @@ public final class RmqClient {
         String status = r.getSendStatus().name();
         if (status.equals("SEND_OK")) {
             sent.incrementAndGet();
-            emit(sentLine(seq, r.getMsgId(), r.getOffsetMsgId(), r.getMessageQueue().getQueueId(),
-                r.getQueueOffset(), status));
+            String line = sentLine(seq, r.getMsgId(), r.getOffsetMsgId(), r.getMessageQueue().getQueueId(),
+                r.getQueueOffset(), status);
+            emit(line.substring(0, line.length() - 1) + ",\"brokerName\":" + q(r.getMessageQueue().getBrokerName()) + "}");
         } else {
             errors.incrementAndGet();
             emit(errLine(seq, "status " + status));
@@ -510,6 +516,7 @@ public final class RmqClient {
             String seq = msg.getUserProperty("seq");
             emit("{\"event\":\"recv\",\"msgId\":" + q(id) + ",\"topic\":" + q(msg.getTopic())
                 + ",\"queueId\":" + msg.getQueueId() + ",\"queueOffset\":" + msg.getQueueOffset()
+                + ",\"brokerName\":" + q(msg.getBrokerName())
                 + ",\"tags\":" + q(msg.getTags()) + ",\"keys\":" + q(msg.getKeys())
                 + ",\"seq\":" + q(seq == null ? "" : seq) + ",\"bodyLen\":" + b.length
                 + ",\"bodyCrc32\":" + crc.getValue() + ",\"reconsumeTimes\":" + msg.getReconsumeTimes() + "}");
@@ -570,6 +577,7 @@ public final class RmqClient {
         DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group);
         consumer.setNamesrvAddr(namesrv);
         consumer.setVipChannelEnabled(false);
+        consumer.setPollNameServerInterval(Integer.parseInt(opt(m, "poll-namesrv-ms", "30000")));
         consumer.setInstanceName("stratus-" + ProcessHandle.current().pid());
         if (!model.equals("broadcasting") && !model.equals("clustering")) {
             throw new IllegalArgumentException("bad --model " + model);

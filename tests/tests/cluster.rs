@@ -1,0 +1,384 @@
+//! Several stateless nodes on one metadata database and one object store, with real Java
+//! clients running through a kill -9 and a scale-out.
+//!
+//! Three nodes share six shards (two each). A Java 4.9 producer sends continuously (sync
+//! sends, a new message every few milliseconds) while a Java push consumer consumes. One node
+//! is killed with kill -9: its leases expire and the two survivors take its shards over
+//! (epoch + 1). Later a fourth node joins and takes a fair share by hand-over. At the end,
+//! every acknowledged message was consumed at least once, with the body it was sent with, and
+//! each queue holds the producer's messages in send order.
+//!
+//! Metadata: PostgreSQL when `STRATUS_TEST_POSTGRES_URL` is set (a fresh database per run),
+//! else the embedded SQLite file shared by the processes. Object store: the S3 server when
+//! the S3 test environment is set (see the harness), else a shared local directory.
+#![allow(clippy::unwrap_used)] // test code: failures should panic
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use stratus_compat::RequestCode;
+use stratus_compat::client::RemotingClient;
+use stratus_compat::command::RemotingCommand;
+use stratus_compat::request::route::ClusterInfo;
+use stratus_tests::{
+    ClientRun, Node, args, client_installed, clients_required, free_port, free_port_range,
+};
+
+const SHARDS: u16 = 6;
+const COUNT: u32 = 1500;
+const BODY: usize = 200;
+
+/// The route table as a name server answers it: broker name → address.
+fn routes(namesrv: SocketAddr) -> BTreeMap<String, String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let Ok(client) = RemotingClient::connect(namesrv).await else {
+            return BTreeMap::new();
+        };
+        let req = RemotingCommand::request(RequestCode::GetBrokerClusterInfo.to_i32(), 0);
+        let Ok(resp) = client.invoke(req, Duration::from_secs(3)).await else {
+            return BTreeMap::new();
+        };
+        let Ok(info) = serde_json::from_slice::<ClusterInfo>(&resp.body) else {
+            return BTreeMap::new();
+        };
+        info.broker_addr_table
+            .into_iter()
+            .filter_map(|(name, b)| Some((name, b.broker_addrs.get("0")?.clone())))
+            .collect()
+    })
+}
+
+/// Which node serves each shard, by first broker port (shard s at base + s).
+fn owners(namesrv: SocketAddr, bases: &BTreeMap<&str, u16>) -> BTreeMap<String, &'static str> {
+    let mut out = BTreeMap::new();
+    for (name, addr) in routes(namesrv) {
+        let port: u16 = addr.rsplit_once(':').unwrap().1.parse().unwrap();
+        let shard: u16 = name.strip_prefix("broker-").unwrap().parse().unwrap();
+        for (node, base) in bases {
+            if port == base + shard {
+                let node: &'static str = Box::leak((*node).to_owned().into_boxed_str());
+                out.insert(name.clone(), node);
+            }
+        }
+    }
+    out
+}
+
+fn count_by_node(o: &BTreeMap<String, &str>) -> BTreeMap<String, usize> {
+    let mut c = BTreeMap::new();
+    for n in o.values() {
+        *c.entry((*n).to_owned()).or_insert(0) += 1;
+    }
+    c
+}
+
+/// Polls until `ok(owners)` holds; returns how long it took.
+fn wait_routes(
+    namesrv: SocketAddr,
+    bases: &BTreeMap<&str, u16>,
+    timeout: Duration,
+    what: &str,
+    ok: impl Fn(&BTreeMap<String, &str>) -> bool,
+) -> Duration {
+    let start = Instant::now();
+    loop {
+        let o = owners(namesrv, bases);
+        if ok(&o) {
+            return start.elapsed();
+        }
+        assert!(
+            start.elapsed() < timeout,
+            "{what}: not reached within {timeout:?}; routes now {o:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// A fresh PostgreSQL database for this run, or the shared SQLite file.
+fn meta_url(dir: &Path) -> String {
+    if let Ok(url) = std::env::var("STRATUS_TEST_POSTGRES_URL") {
+        let db = format!("stratus_cluster_{}", std::process::id());
+        let status = std::process::Command::new("psql")
+            .args([url.as_str(), "-q", "-c", &format!("CREATE DATABASE {db}")])
+            .status()
+            .unwrap();
+        assert!(status.success(), "psql CREATE DATABASE failed");
+        let (base, _) = url.rsplit_once('/').unwrap();
+        return format!("{base}/{db}");
+    }
+    format!("embedded://{}", dir.join("meta.db").display())
+}
+
+/// The body the test producer sends for message `seq` (see tests/clients/README.md).
+fn expected_crc(seq: u64) -> u32 {
+    let unit = format!("c{seq}:");
+    let body: Vec<u8> = unit.bytes().cycle().take(BODY).collect();
+    crc32fast::hash(&body)
+}
+
+fn str_of<'a>(e: &'a Value, k: &str) -> &'a str {
+    e.get(k).and_then(Value::as_str).unwrap_or_default()
+}
+
+fn num_of(e: &Value, k: &str) -> i64 {
+    e.get(k)
+        .and_then(|v| v.as_i64().or_else(|| v.as_str()?.parse().ok()))
+        .unwrap_or(-1)
+}
+
+#[test]
+fn three_nodes_survive_a_kill_and_take_in_a_fourth_with_java_clients() {
+    if !client_installed("java49") {
+        assert!(!clients_required(), "client java49 is not installed");
+        eprintln!("skipping: client java49 is not installed");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let meta = meta_url(dir);
+    let objects = stratus_tests::cluster_object_store_url(dir);
+    let shards = SHARDS.to_string();
+    let names = ["a", "b", "c", "d"];
+    let ports: BTreeMap<&str, (SocketAddr, u16)> = names
+        .iter()
+        .map(|n| {
+            let ns: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+            (*n, (ns, free_port_range(SHARDS)))
+        })
+        .collect();
+    let bases: BTreeMap<&str, u16> = ports.iter().map(|(n, (_, b))| (*n, *b)).collect();
+    let start = |n: &str| {
+        let (ns, base) = ports[n];
+        let id = format!("node-{n}");
+        let metrics = format!("127.0.0.1:{}", free_port());
+        Node::start_member(
+            &dir.join(n),
+            ns,
+            format!("127.0.0.1:{base}").parse().unwrap(),
+            &[
+                ("STRATUS_NODE__ID", id.as_str()),
+                ("STRATUS_NODE__SHARDS", shards.as_str()),
+                ("STRATUS_META__URL", meta.as_str()),
+                ("STRATUS_STORAGE__OBJECT_STORE_URL", objects.as_str()),
+                ("STRATUS_METRICS__ADDR", metrics.as_str()),
+            ],
+        )
+        .unwrap()
+    };
+    let mut a = start("a");
+    let mut b = start("b");
+    let mut c = start("c");
+    let ns_a = ports["a"].0;
+    let first = wait_routes(
+        ns_a,
+        &bases,
+        Duration::from_secs(60),
+        "three nodes, two shards each",
+        |o| {
+            o.len() == usize::from(SHARDS)
+                && count_by_node(o).values().all(|&n| n == 2)
+                && count_by_node(o).len() == 3
+        },
+    );
+    eprintln!("three nodes balanced in {first:?}");
+
+    let namesrvs = ["a", "b", "c"]
+        .iter()
+        .map(|n| ports[n].0.to_string())
+        .collect::<Vec<_>>()
+        .join(";");
+    let scratch = dir.join("clients");
+    let consumer = ClientRun::spawn(
+        "java49",
+        &args(&[
+            "consume",
+            "--namesrv",
+            &namesrvs,
+            "--topic",
+            "ClusterT",
+            "--group",
+            "ClusterCG",
+            "--expect",
+            &COUNT.to_string(),
+            "--timeout-secs",
+            "400",
+            "--idle-exit-secs",
+            "40",
+            "--poll-namesrv-ms",
+            "2000",
+        ]),
+        &scratch,
+    )
+    .unwrap();
+    consumer.wait_for("ready", Duration::from_secs(60)).unwrap();
+    let producer = ClientRun::spawn(
+        "java49",
+        &args(&[
+            "produce",
+            "--namesrv",
+            &namesrvs,
+            "--topic",
+            "ClusterT",
+            "--group",
+            "ClusterPG",
+            "--count",
+            &COUNT.to_string(),
+            "--mode",
+            "sync",
+            "--tag",
+            "t",
+            "--keys-prefix",
+            "k",
+            "--body-size",
+            &BODY.to_string(),
+            "--id-prefix",
+            "c",
+            "--interval-ms",
+            "15",
+            "--poll-namesrv-ms",
+            "2000",
+        ]),
+        &scratch,
+    )
+    .unwrap();
+    let wait_sent = |n: usize| {
+        let deadline = Instant::now() + Duration::from_secs(180);
+        while producer.events_of("sent").len() < n {
+            assert!(
+                Instant::now() < deadline,
+                "producer stalled at {} sends; stderr:\n{}",
+                producer.events_of("sent").len(),
+                producer.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+
+    // kill -9 one node while both clients run.
+    wait_sent(300);
+    b.kill9().unwrap();
+    let takeover = wait_routes(
+        ns_a,
+        &bases,
+        Duration::from_secs(60),
+        "survivors own every shard",
+        |o| {
+            o.len() == usize::from(SHARDS)
+                && !o.values().any(|n| *n == "b")
+                && count_by_node(o).values().all(|&n| n == 3)
+        },
+    );
+    eprintln!("takeover after kill -9: every shard served again {takeover:?} after the kill");
+
+    // A fourth node joins and takes a fair share by hand-over.
+    wait_sent(800);
+    let mut d = start("d");
+    let join = wait_routes(
+        ns_a,
+        &bases,
+        Duration::from_secs(60),
+        "fourth node holds a fair share",
+        |o| {
+            o.len() == usize::from(SHARDS)
+                && count_by_node(o).get("d") == Some(&2)
+                && count_by_node(o).values().all(|&n| n == 2)
+        },
+    );
+    eprintln!("scale-out: the new node serves its share {join:?} after it started");
+
+    let (code, sent_events) = producer.wait(Duration::from_secs(300)).unwrap();
+    let (_, recv_events) = consumer.wait(Duration::from_secs(420)).unwrap();
+
+    let acked: Vec<&Value> = sent_events
+        .iter()
+        .filter(|e| str_of(e, "event") == "sent")
+        .collect();
+    let failed = sent_events
+        .iter()
+        .filter(|e| str_of(e, "event") == "error")
+        .count();
+    let recv: Vec<&Value> = recv_events
+        .iter()
+        .filter(|e| str_of(e, "event") == "recv")
+        .collect();
+    // The producer exits 1 when any send failed (sends to the killed node can).
+    assert!(
+        code == 0 || (code == 1 && failed > 0),
+        "producer exit code {code} with {failed} failed sends"
+    );
+    assert_eq!(acked.len() + failed, COUNT as usize, "every send accounted for");
+    assert!(
+        acked.len() > (COUNT as usize) * 9 / 10,
+        "most sends acknowledged: {} of {COUNT} ({failed} failed)",
+        acked.len()
+    );
+
+    // Every acknowledged message consumed, uncorrupted.
+    let mut received: HashMap<&str, usize> = HashMap::new();
+    for r in &recv {
+        let seq: u64 = str_of(r, "seq").parse().unwrap();
+        assert_eq!(num_of(r, "bodyLen"), BODY as i64, "body length of seq {seq}");
+        assert_eq!(
+            num_of(r, "bodyCrc32"),
+            i64::from(expected_crc(seq)),
+            "body of seq {seq} corrupted"
+        );
+        *received.entry(str_of(r, "msgId")).or_insert(0) += 1;
+    }
+    let missing: Vec<i64> = acked
+        .iter()
+        .filter(|s| !received.contains_key(str_of(s, "msgId")))
+        .map(|s| num_of(s, "seq"))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "acknowledged but never consumed: {} messages, seqs {:?}",
+        missing.len(),
+        &missing[..missing.len().min(20)]
+    );
+
+    // Per queue, messages are stored in send order (one producer, sync sends).
+    let mut queues: BTreeMap<(String, i64), Vec<(i64, i64)>> = BTreeMap::new();
+    let mut seen: BTreeSet<(String, i64, i64)> = BTreeSet::new();
+    for r in &recv {
+        let key = (str_of(r, "brokerName").to_owned(), num_of(r, "queueId"));
+        let off = num_of(r, "queueOffset");
+        if seen.insert((key.0.clone(), key.1, off)) {
+            let seq: i64 = str_of(r, "seq").parse().unwrap();
+            queues.entry(key).or_default().push((off, seq));
+        }
+    }
+    for (q, entries) in &mut queues {
+        entries.sort_unstable();
+        for w in entries.windows(2) {
+            assert!(
+                w[0].1 <= w[1].1,
+                "queue {q:?}: seq {} at offset {} before seq {} at offset {}",
+                w[0].1,
+                w[0].0,
+                w[1].1,
+                w[1].0
+            );
+        }
+    }
+    let deliveries = recv.len();
+    let unique = received.len();
+    eprintln!(
+        "cluster run: {} acknowledged, {failed} failed sends, {deliveries} deliveries of {unique} \
+         messages ({} duplicate deliveries), {} queues used",
+        acked.len(),
+        deliveries - unique,
+        queues.len()
+    );
+
+    for n in [&mut a, &mut c, &mut d] {
+        assert!(n.terminate().unwrap(), "node exits cleanly on SIGTERM");
+    }
+}
