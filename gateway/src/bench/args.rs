@@ -1,0 +1,185 @@
+//! Command line of `stratus bench produce|consume|e2e`.
+
+use std::time::Duration;
+
+use clap::{Args, Subcommand, ValueEnum};
+
+/// Options of `stratus bench`.
+#[derive(Debug, Args, Clone)]
+pub struct BenchArgs {
+    /// Workload.
+    #[command(subcommand)]
+    pub command: BenchCommand,
+}
+
+/// The three workloads.
+#[derive(Debug, Subcommand, Clone)]
+pub enum BenchCommand {
+    /// Send messages from N connections and report throughput and send latency.
+    Produce(ProduceArgs),
+    /// Drain a topic's backlog (every queue of the route, from its first offset up to the
+    /// end offset seen at start) with long-polling pulls and report throughput.
+    Consume(ConsumeArgs),
+    /// Producers and pullers together at a target rate: end-to-end latency percentiles.
+    E2e(E2eArgs),
+}
+
+/// Options every workload takes.
+#[derive(Debug, Args, Clone)]
+pub struct CommonArgs {
+    /// Name-server address (Stratus or Apache RocketMQ).
+    #[arg(long, default_value = "127.0.0.1:9876")]
+    pub namesrv: String,
+    /// Topic.
+    #[arg(long, default_value = "BenchTopic")]
+    pub topic: String,
+    /// Print one JSON object on stdout instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// No progress line on stderr.
+    #[arg(long)]
+    pub quiet: bool,
+    /// Timeout of one request (a pull waits its long-poll time on top of this).
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub timeout: Duration,
+}
+
+/// How the topic is set up before sending.
+#[derive(Debug, Args, Clone)]
+pub struct TopicArgs {
+    /// Queues per broker when creating the topic.
+    #[arg(long, default_value_t = 8)]
+    pub queues: i32,
+    /// Use the topic's existing route instead of creating or updating it with
+    /// UPDATE_AND_CREATE_TOPIC on every master broker of the name server's clusters.
+    #[arg(long)]
+    pub no_create: bool,
+}
+
+/// How requests are sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SendMode {
+    /// One request in flight per connection.
+    Sync,
+    /// Pipelined: `--inflight` requests in flight per connection.
+    Async,
+    /// One-way requests (no reply, no latency; "acked" counts written messages).
+    Oneway,
+}
+
+impl SendMode {
+    /// Lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Sync => "sync",
+            Self::Async => "async",
+            Self::Oneway => "oneway",
+        }
+    }
+}
+
+/// Producer options.
+#[derive(Debug, Args, Clone)]
+pub struct SendArgs {
+    /// Producer connections (spread over the route's brokers).
+    #[arg(long, default_value_t = 8)]
+    pub connections: usize,
+    /// Body size in bytes (bodies of 16 bytes or more carry the send time).
+    #[arg(long, default_value_t = 1024)]
+    pub size: usize,
+    /// Messages per request; above 1 sends SEND_BATCH_MESSAGE (320).
+    #[arg(long, default_value_t = 1)]
+    pub batch: usize,
+    /// sync, async (pipelined) or oneway.
+    #[arg(long, value_enum, default_value_t = SendMode::Sync)]
+    pub mode: SendMode,
+    /// Requests in flight per connection in async mode.
+    #[arg(long, default_value_t = 32)]
+    pub inflight: usize,
+    /// Tags, comma-separated; message i gets tag i mod n.
+    #[arg(long, default_value = "bench")]
+    pub tags: String,
+    /// Target rate in messages per second over all connections (0 = unlimited).
+    #[arg(long, default_value_t = 0)]
+    pub rate: u64,
+    /// Stop sending after this long.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub duration: Option<Duration>,
+    /// Stop after this many messages (default 20000 when no --duration is given).
+    #[arg(long)]
+    pub count: Option<u64>,
+    /// Producer group.
+    #[arg(long, default_value = "bench_producer")]
+    pub group: String,
+}
+
+/// Puller options.
+#[derive(Debug, Args, Clone)]
+pub struct PullArgs {
+    /// Consumer group of the pulls.
+    #[arg(long = "consumer-group", default_value = "bench_consumer")]
+    pub consumer_group: String,
+    /// Messages asked per pull.
+    #[arg(long, default_value_t = 32)]
+    pub pull_batch: i32,
+    /// Long-poll time the broker may hold a pull that finds nothing.
+    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    pub poll: Duration,
+}
+
+/// `stratus bench produce`.
+#[derive(Debug, Args, Clone)]
+pub struct ProduceArgs {
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub common: CommonArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub topic: TopicArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub send: SendArgs,
+}
+
+/// `stratus bench consume`.
+#[derive(Debug, Args, Clone)]
+pub struct ConsumeArgs {
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub common: CommonArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub pull: PullArgs,
+    /// Connections per broker for the pullers (each queue has one pull in flight).
+    #[arg(long, default_value_t = 8)]
+    pub connections: usize,
+    /// Stop after this many messages.
+    #[arg(long)]
+    pub count: Option<u64>,
+    /// Stop after this long.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub duration: Option<Duration>,
+}
+
+/// `stratus bench e2e`.
+#[derive(Debug, Args, Clone)]
+pub struct E2eArgs {
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub common: CommonArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub topic: TopicArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub send: SendArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub pull: PullArgs,
+    /// Puller connections per broker.
+    #[arg(long, default_value_t = 8)]
+    pub pullers: usize,
+    /// After the producers stop, how long pullers may take to receive what was acked.
+    #[arg(long, default_value = "15s", value_parser = humantime::parse_duration)]
+    pub drain_timeout: Duration,
+}
