@@ -20,6 +20,7 @@
 pub mod embedded;
 pub mod error;
 pub mod model;
+pub mod postgres;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
@@ -243,8 +244,9 @@ pub trait MetaStore: Send + Sync + Debug {
 }
 
 /// Opens the backend named by `url`: `embedded://<path>` (SQLite file; a relative path is
-/// relative to the working dir; an existing directory gets `stratus-meta.sqlite` inside it)
-/// or `memory://` (embedded, in memory, for tests).
+/// relative to the working dir; an existing directory gets `stratus-meta.sqlite` inside it),
+/// `memory://` (embedded, in memory, for tests), or `postgres://…` / `postgresql://…`
+/// (PostgreSQL; see [`postgres`] for the URL's options).
 ///
 /// # Errors
 /// [`MetaError::Config`] for an unknown scheme, [`MetaError::Unavailable`] if the database
@@ -255,6 +257,9 @@ pub async fn open(url: &str) -> Result<Arc<dyn MetaStore>> {
     }
     if url == "memory://" {
         return Ok(Arc::new(embedded::EmbeddedMeta::in_memory().await?));
+    }
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        return Ok(Arc::new(postgres::PostgresMeta::open(url).await?));
     }
     Err(MetaError::Config(format!("unknown metadata url {url:?}")))
 }

@@ -17,9 +17,9 @@ const OFFSET_CHUNK: usize = 500;
 
 // ----- topics -----
 
-type TopicRow = (String, i32, i32, i32, String, i32, bool, Option<i64>);
+pub(crate) type TopicRow = (String, i32, i32, i32, String, i32, bool, Option<i64>);
 
-fn topic_from_row(row: TopicRow) -> TopicConfig {
+pub(crate) fn topic_from_row(row: TopicRow) -> TopicConfig {
     let (
         topic,
         read_queue_nums,
@@ -134,9 +134,9 @@ pub(super) async fn delete_topic(pool: &SqlitePool, topic: &Topic) -> Result<()>
 
 // ----- subscription groups -----
 
-type GroupRow = (String, bool, bool, i32, i32);
+pub(crate) type GroupRow = (String, bool, bool, i32, i32);
 
-fn group_from_row(row: GroupRow) -> SubscriptionGroupConfig {
+pub(crate) fn group_from_row(row: GroupRow) -> SubscriptionGroupConfig {
     let (group, consume_enable, consume_broadcast_enable, retry_queue_nums, retry_max_times) = row;
     SubscriptionGroupConfig {
         group: ConsumerGroup::new(group),

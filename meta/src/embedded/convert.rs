@@ -68,34 +68,34 @@ pub(super) fn migrate_err(e: sqlx::migrate::MigrateError) -> MetaError {
 }
 
 /// A u64 (byte position, length) as a BIGINT.
-pub(super) fn u64_to_db(what: &str, v: u64) -> Result<i64, MetaError> {
+pub(crate) fn u64_to_db(what: &str, v: u64) -> Result<i64, MetaError> {
     i64::try_from(v).map_err(|_| MetaError::Corrupt(format!("{what} {v} exceeds i64")))
 }
 
 /// A BIGINT read back as a u64.
-pub(super) fn u64_from_db(what: &str, v: i64) -> Result<u64, MetaError> {
+pub(crate) fn u64_from_db(what: &str, v: i64) -> Result<u64, MetaError> {
     u64::try_from(v).map_err(|_| MetaError::Corrupt(format!("{what} {v} is negative")))
 }
 
 /// A BIGINT read back as a u32 (entry counts).
-pub(super) fn u32_from_db(what: &str, v: i64) -> Result<u32, MetaError> {
+pub(crate) fn u32_from_db(what: &str, v: i64) -> Result<u32, MetaError> {
     u32::try_from(v).map_err(|_| MetaError::Corrupt(format!("{what} {v} out of u32 range")))
 }
 
 /// A shard id as stored.
-pub(super) fn shard_to_db(shard: ShardId) -> i64 {
+pub(crate) fn shard_to_db(shard: ShardId) -> i64 {
     i64::from(shard.0)
 }
 
 /// A stored shard id.
-pub(super) fn shard_from_db(v: i64) -> Result<ShardId, MetaError> {
+pub(crate) fn shard_from_db(v: i64) -> Result<ShardId, MetaError> {
     u32::try_from(v)
         .map(ShardId)
         .map_err(|_| MetaError::Corrupt(format!("shard id {v} out of u32 range")))
 }
 
 /// A `u32` limit as a SQL `LIMIT`.
-pub(super) fn limit_to_db(limit: u32) -> i64 {
+pub(crate) fn limit_to_db(limit: u32) -> i64 {
     i64::from(limit)
 }
 

@@ -11,7 +11,7 @@ use super::convert::{db_err, limit_to_db, shard_from_db, shard_to_db};
 use crate::error::Result;
 use crate::model::{HalfMessage, SegmentEffect, ShardId};
 
-type HalfRow = (i64, i64, i64, String, String, String, i32, i64, i32, i64);
+pub(crate) type HalfRow = (i64, i64, i64, String, String, String, i32, i64, i32, i64);
 
 /// The columns of [`HalfRow`], in order.
 macro_rules! half_columns {
@@ -21,7 +21,9 @@ macro_rules! half_columns {
     };
 }
 
-fn half_from_row(row: HalfRow) -> Result<HalfMessage> {
+pub(crate) use half_columns;
+
+pub(crate) fn half_from_row(row: HalfRow) -> Result<HalfMessage> {
     let (
         shard,
         handle,

@@ -9,9 +9,9 @@ use super::convert::{db_err, shard_from_db, shard_to_db};
 use crate::error::{MetaError, Result};
 use crate::model::{Epoch, NodeId, QueueKey, QueueRange, ShardId, ShardLease, ShardState};
 
-type LeaseRow = (i64, i64, Option<String>, i64);
+pub(crate) type LeaseRow = (i64, i64, Option<String>, i64);
 
-fn lease_from_row((shard, epoch, owner, expires_at_ms): LeaseRow) -> Result<ShardLease> {
+pub(crate) fn lease_from_row((shard, epoch, owner, expires_at_ms): LeaseRow) -> Result<ShardLease> {
     Ok(ShardLease {
         shard: shard_from_db(shard)?,
         epoch: Epoch(epoch),
@@ -20,7 +20,7 @@ fn lease_from_row((shard, epoch, owner, expires_at_ms): LeaseRow) -> Result<Shar
     })
 }
 
-fn shard_not_found(shard: ShardId) -> MetaError {
+pub(crate) fn shard_not_found(shard: ShardId) -> MetaError {
     MetaError::NotFound {
         what: format!("shard {shard}"),
     }

@@ -15,13 +15,13 @@
 //! [`Migrator`] from strings compiled into the binary. Queries use `$N` placeholders and the
 //! SQL subset SQLite and PostgreSQL share (upsert, `RETURNING`, `UPDATE … FROM (VALUES …)`).
 
-mod catalog;
-mod convert;
-mod half;
-mod leases;
+pub(crate) mod catalog;
+pub(crate) mod convert;
+pub(crate) mod half;
+pub(crate) mod leases;
 mod nodes;
-mod retention;
-mod segments;
+pub(crate) mod retention;
+pub(crate) mod segments;
 #[cfg(test)]
 mod tests;
 

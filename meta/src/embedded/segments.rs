@@ -25,28 +25,29 @@ use crate::model::{
 /// and PostgreSQL's bind-parameter limits.
 const QUEUE_CHUNK: usize = 500;
 
-/// A section checked and converted to column values before the transaction starts.
-struct Section<'a> {
-    commit: &'a SegmentCommit,
-    shard: i64,
-    section_pos: i64,
-    section_len: i64,
-    footer_pos: i64,
-    footer_len: i64,
-    queues: Vec<Append<'a>>,
+/// A section checked and converted to column values before the transaction starts (shared
+/// with the PostgreSQL backend).
+pub(crate) struct Section<'a> {
+    pub(crate) commit: &'a SegmentCommit,
+    pub(crate) shard: i64,
+    pub(crate) section_pos: i64,
+    pub(crate) section_len: i64,
+    pub(crate) footer_pos: i64,
+    pub(crate) footer_len: i64,
+    pub(crate) queues: Vec<Append<'a>>,
 }
 
 /// One queue append with its new max offset.
-struct Append<'a> {
-    topic: &'a str,
-    queue_id: i32,
-    first: i64,
-    count: i64,
-    end: i64,
-    append: &'a QueueAppend,
+pub(crate) struct Append<'a> {
+    pub(crate) topic: &'a str,
+    pub(crate) queue_id: i32,
+    pub(crate) first: i64,
+    pub(crate) count: i64,
+    pub(crate) end: i64,
+    pub(crate) append: &'a QueueAppend,
 }
 
-fn invalid(commit: &SegmentCommit, why: String) -> MetaError {
+pub(crate) fn invalid(commit: &SegmentCommit, why: String) -> MetaError {
     MetaError::Conflict(format!(
         "segment {} shard {}: {why}",
         commit.object_key, commit.shard
@@ -56,7 +57,7 @@ fn invalid(commit: &SegmentCommit, why: String) -> MetaError {
 impl<'a> Section<'a> {
     /// Checks what can be checked without the database: positions fit in BIGINT, the
     /// commit-log range is not reversed, each queue appears once with at least one entry.
-    fn prepare(commit: &'a SegmentCommit) -> Result<Self> {
+    pub(crate) fn prepare(commit: &'a SegmentCommit) -> Result<Self> {
         if commit.commit_log_end < commit.commit_log_start {
             return Err(invalid(
                 commit,
@@ -360,7 +361,7 @@ async fn explain_queue_refusal(
 
 // ----- lookups -----
 
-type QueueSegmentRow = (
+pub(crate) type QueueSegmentRow = (
     String,
     i64,
     i64,
@@ -392,7 +393,9 @@ macro_rules! queue_segment_query {
     };
 }
 
-fn queue_segment_from_row(row: QueueSegmentRow) -> Result<QueueSegment> {
+pub(crate) use queue_segment_query;
+
+pub(crate) fn queue_segment_from_row(row: QueueSegmentRow) -> Result<QueueSegment> {
     let (key, shard, spos, slen, fpos, flen, cl_start, cl_end, first, count, min_ts, max_ts) = row;
     Ok(QueueSegment {
         segment: SegmentRef {
@@ -454,7 +457,7 @@ pub(super) async fn queue_segment_by_time(
     row.map(queue_segment_from_row).transpose()
 }
 
-type SegmentRow = (String, i64, i64, i64, i64, i64, i64, i64);
+pub(crate) type SegmentRow = (String, i64, i64, i64, i64, i64, i64, i64);
 
 /// The first section ending after `offset` (one index probe); it holds `offset` unless
 /// `offset` is before the shard's first retained section.
@@ -474,6 +477,14 @@ pub(super) async fn segment_by_commit_log_offset(
     .fetch_optional(pool)
     .await
     .map_err(db_err("find segment by commit-log offset"))?;
+    segment_containing(row, offset)
+}
+
+/// The section of `row` if it holds `offset` (shared with the PostgreSQL backend).
+pub(crate) fn segment_containing(
+    row: Option<SegmentRow>,
+    offset: CommitLogOffset,
+) -> Result<Option<SegmentRef>> {
     let Some((key, shard, spos, slen, fpos, flen, start, end)) = row else {
         return Ok(None);
     };

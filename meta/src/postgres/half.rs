@@ -1,0 +1,223 @@
+//! Pending transactional half messages, timers and delay-level progress: the effects a
+//! segment commit applies (inside the commit's transaction, one statement per effect) and
+//! the reads and writes of the checker and schedulers.
+
+use sqlx::postgres::{PgConnection, PgPool};
+use stratus_compat::types::{CommitLogOffset, QueueOffset};
+
+use super::convert::db_err;
+use crate::embedded::convert::{limit_to_db, shard_to_db};
+use crate::embedded::half::{HalfRow, half_columns, half_from_row};
+use crate::error::Result;
+use crate::model::{HalfMessage, SegmentEffect, ShardId};
+
+/// Applies one section's effects, in order, inside the segment commit's transaction. The
+/// caller has checked that every effect names the section's shard. An error aborts the
+/// whole commit (the caller drops the transaction).
+pub(super) async fn apply_effects(tx: &mut PgConnection, effects: &[SegmentEffect]) -> Result<()> {
+    for effect in effects {
+        match effect {
+            SegmentEffect::HalfPrepared(h) => insert(&mut *tx, h).await?,
+            SegmentEffect::HalfResolved { shard, handle } => {
+                delete(&mut *tx, *shard, *handle).await?;
+            }
+            SegmentEffect::TimerScheduled {
+                shard,
+                handle,
+                due_ms,
+            } => {
+                sqlx::query("INSERT INTO timers (shard_id, handle, due_ms) VALUES ($1, $2, $3)")
+                    .bind(shard_to_db(*shard))
+                    .bind(handle.0)
+                    .bind(*due_ms)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err("schedule timer"))?;
+            }
+            SegmentEffect::TimerDelivered { shard, handle } => {
+                sqlx::query("DELETE FROM timers WHERE shard_id = $1 AND handle = $2")
+                    .bind(shard_to_db(*shard))
+                    .bind(handle.0)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err("deliver timer"))?;
+            }
+            SegmentEffect::ScheduleProgress {
+                shard,
+                level,
+                next_offset,
+            } => {
+                sqlx::query(
+                    "INSERT INTO schedule_progress (shard_id, level, next_offset) \
+                     VALUES ($1, $2, $3) \
+                     ON CONFLICT (shard_id, level) DO UPDATE SET next_offset = excluded.next_offset",
+                )
+                .bind(shard_to_db(*shard))
+                .bind(*level)
+                .bind(next_offset.0)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err("advance schedule progress"))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Inserts a pending row; an existing row under the same key is a unique violation, which
+/// surfaces as [`crate::MetaError::Conflict`].
+async fn insert(tx: &mut PgConnection, h: &HalfMessage) -> Result<()> {
+    sqlx::query(concat!(
+        "INSERT INTO half_messages (",
+        half_columns!(),
+        ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
+    ))
+    .bind(shard_to_db(h.shard))
+    .bind(h.handle.0)
+    .bind(h.queue_offset.0)
+    .bind(h.producer_group.as_str())
+    .bind(h.transaction_id.as_str())
+    .bind(h.real_topic.as_str())
+    .bind(h.real_queue_id.0)
+    .bind(h.stored_at_ms)
+    .bind(h.check_times)
+    .bind(h.next_check_ms)
+    .execute(tx)
+    .await
+    .map_err(db_err("insert half message"))?;
+    Ok(())
+}
+
+/// Deletes a pending row (inside a commit).
+async fn delete(tx: &mut PgConnection, shard: ShardId, handle: CommitLogOffset) -> Result<()> {
+    sqlx::query("DELETE FROM half_messages WHERE shard_id = $1 AND handle = $2")
+        .bind(shard_to_db(shard))
+        .bind(handle.0)
+        .execute(tx)
+        .await
+        .map_err(db_err("delete half message"))?;
+    Ok(())
+}
+
+pub(super) async fn half_message(
+    pool: &PgPool,
+    shard: ShardId,
+    handle: CommitLogOffset,
+) -> Result<Option<HalfMessage>> {
+    let row: Option<HalfRow> = sqlx::query_as(concat!(
+        "SELECT ",
+        half_columns!(),
+        " FROM half_messages WHERE shard_id = $1 AND handle = $2"
+    ))
+    .bind(shard_to_db(shard))
+    .bind(handle.0)
+    .fetch_optional(pool)
+    .await
+    .map_err(db_err("get half message"))?;
+    row.map(half_from_row).transpose()
+}
+
+pub(super) async fn due_half_messages(
+    pool: &PgPool,
+    shard: ShardId,
+    now_ms: i64,
+    limit: u32,
+) -> Result<Vec<HalfMessage>> {
+    let rows: Vec<HalfRow> = sqlx::query_as(concat!(
+        "SELECT ",
+        half_columns!(),
+        " FROM half_messages WHERE shard_id = $1 AND next_check_ms <= $2 \
+          ORDER BY next_check_ms, handle LIMIT $3"
+    ))
+    .bind(shard_to_db(shard))
+    .bind(now_ms)
+    .bind(limit_to_db(limit))
+    .fetch_all(pool)
+    .await
+    .map_err(db_err("list due half messages"))?;
+    rows.into_iter().map(half_from_row).collect()
+}
+
+pub(super) async fn record_half_check(
+    pool: &PgPool,
+    shard: ShardId,
+    handle: CommitLogOffset,
+    check_times: i32,
+    next_check_ms: i64,
+) -> Result<bool> {
+    let done = sqlx::query(
+        "UPDATE half_messages SET check_times = $1, next_check_ms = $2 \
+         WHERE shard_id = $3 AND handle = $4",
+    )
+    .bind(check_times)
+    .bind(next_check_ms)
+    .bind(shard_to_db(shard))
+    .bind(handle.0)
+    .execute(pool)
+    .await
+    .map_err(db_err("record half message check"))?;
+    Ok(done.rows_affected() > 0)
+}
+
+pub(super) async fn resolve_half_message(
+    pool: &PgPool,
+    shard: ShardId,
+    handle: CommitLogOffset,
+) -> Result<bool> {
+    let done = sqlx::query("DELETE FROM half_messages WHERE shard_id = $1 AND handle = $2")
+        .bind(shard_to_db(shard))
+        .bind(handle.0)
+        .execute(pool)
+        .await
+        .map_err(db_err("delete half message"))?;
+    Ok(done.rows_affected() > 0)
+}
+
+pub(super) async fn half_messages(pool: &PgPool, shard: ShardId) -> Result<Vec<HalfMessage>> {
+    let rows: Vec<HalfRow> = sqlx::query_as(concat!(
+        "SELECT ",
+        half_columns!(),
+        " FROM half_messages WHERE shard_id = $1 ORDER BY handle"
+    ))
+    .bind(shard_to_db(shard))
+    .fetch_all(pool)
+    .await
+    .map_err(db_err("list half messages"))?;
+    rows.into_iter().map(half_from_row).collect()
+}
+
+pub(super) async fn schedule_progress(
+    pool: &PgPool,
+    shard: ShardId,
+) -> Result<Vec<(i32, QueueOffset)>> {
+    let rows: Vec<(i32, i64)> = sqlx::query_as(
+        "SELECT level, next_offset FROM schedule_progress WHERE shard_id = $1 ORDER BY level",
+    )
+    .bind(shard_to_db(shard))
+    .fetch_all(pool)
+    .await
+    .map_err(db_err("read schedule progress"))?;
+    Ok(rows.into_iter().map(|(l, o)| (l, QueueOffset(o))).collect())
+}
+
+pub(super) async fn due_timers(
+    pool: &PgPool,
+    shard: ShardId,
+    now_ms: i64,
+    limit: u32,
+) -> Result<Vec<(CommitLogOffset, i64)>> {
+    let rows: Vec<(i64, i64)> = sqlx::query_as(
+        "SELECT handle, due_ms FROM timers WHERE shard_id = $1 AND due_ms <= $2 \
+         ORDER BY due_ms, handle LIMIT $3",
+    )
+    .bind(shard_to_db(shard))
+    .bind(now_ms)
+    .bind(limit_to_db(limit))
+    .fetch_all(pool)
+    .await
+    .map_err(db_err("read due timers"))?;
+    Ok(rows
+        .into_iter()
+        .map(|(h, d)| (CommitLogOffset(h), d))
+        .collect())
+}
