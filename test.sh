@@ -32,6 +32,18 @@ cargo test --workspace --doc --locked 2>&1 | tee -a "$results"
 step "cargo test (unit, protocol and end-to-end suites)"
 cargo test --workspace --all-features --locked -- --test-threads="${STRATUS_TEST_THREADS:-2}" 2>&1 | tee -a "$results"
 
+# PostgreSQL metadata backend: the conformance suite and the race test on a throwaway
+# server (tests/servers/postgres.sh; installs PostgreSQL if missing). Self-contained block.
+step "meta conformance suite on PostgreSQL"
+(
+  pgdir=$(mktemp -d)
+  chmod 755 "$pgdir"
+  trap 'bash tests/servers/postgres.sh stop "$pgdir" >/dev/null 2>&1 || true; rm -rf "$pgdir"' EXIT
+  STRATUS_TEST_POSTGRES_URL=$(bash tests/servers/postgres.sh start "$pgdir" "${STRATUS_PG_PORT:-15432}")
+  export STRATUS_TEST_POSTGRES_URL STRATUS_REQUIRE_POSTGRES=1
+  cargo test -p stratus-meta --all-features --locked --test postgres 2>&1 | tee -a "$results"
+)
+
 # One closing line over every test binary.
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
      END { printf "\ntests: %d passed, %d failed\n", p, f }' "$results"
