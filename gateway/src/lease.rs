@@ -140,7 +140,6 @@ async fn hand_over(broker: &Arc<Broker>, shard: ShardId) {
     };
     info!(%shard, epoch = epoch.0, "handing shard over");
     broker.shards.remove(shard);
-    broker.routes.remove(shard);
     if let Err(e) = broker.writer.flush().await {
         warn!(%shard, error = %e, "flush before hand-over failed");
     }
@@ -153,7 +152,6 @@ async fn hand_over(broker: &Arc<Broker>, shard: ShardId) {
 /// Drops a shard whose lease was lost: nothing more is committed under the old epoch.
 fn drop_lost(broker: &Broker, shard: ShardId) {
     broker.shards.remove(shard);
-    broker.routes.remove(shard);
     broker.writer.close_shard(shard);
 }
 
@@ -287,7 +285,11 @@ async fn rebalance(broker: &Arc<Broker>) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Rebuilds the route table: each shard with a live lease, at its owner's address.
+/// Rebuilds the route table: each shard with a live lease at its owner's address. A shard
+/// between owners (lease expired or released, not yet taken) keeps its last address, so
+/// consumers keep their queues (a queue that vanished from the route and came back would
+/// be re-assigned and restart from the last committed offset) and simply retry until the
+/// next owner serves it.
 async fn refresh_routes(broker: &Broker) -> anyhow::Result<()> {
     let now = broker.clock.now_ms();
     let nodes: HashMap<NodeId, String> = broker
@@ -299,7 +301,8 @@ async fn refresh_routes(broker: &Broker) -> anyhow::Result<()> {
         .collect();
     let leases = broker.meta.list_shards().await?;
     let me = node(broker);
-    let mut routes = BTreeMap::new();
+    let mut routes: BTreeMap<ShardId, String> = broker.routes.all().into_iter().collect();
+    routes.retain(|shard, _| leases.iter().any(|l| l.shard == *shard));
     for (lease, owner) in live_leases(&leases, now) {
         let base = if *owner == me {
             if broker.shards.epoch(lease.shard).is_none() {

@@ -127,8 +127,8 @@ impl OwnedShards {
     }
 }
 
-/// Where every shard is served, as published in routes: shard → `host:port` of its owner.
-/// Rebuilt from meta by the membership loop; a shard without a live owner is absent.
+/// Where every shard is served, as published in routes: shard → `host:port` of its owner
+/// (the last owner while it moves). Rebuilt from meta by the membership loop.
 #[derive(Debug, Default)]
 pub(crate) struct RouteTable {
     routes: RwLock<BTreeMap<ShardId, String>>,
@@ -141,10 +141,6 @@ impl RouteTable {
 
     pub(crate) fn set(&self, shard: ShardId, addr: String) {
         self.routes.write().insert(shard, addr);
-    }
-
-    pub(crate) fn remove(&self, shard: ShardId) {
-        self.routes.write().remove(&shard);
     }
 
     pub(crate) fn all(&self) -> Vec<(ShardId, String)> {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# A throwaway PostgreSQL cluster for tests (see /work/shared/docs/TEST-PEERS.md, "Metadata
-# databases").
+# A throwaway PostgreSQL cluster for tests, on loopback.
+#
 #
 # Usage: tests/servers/postgres.sh install|start|stop|status DIR [PORT]
 #   install   installs PostgreSQL from Debian packages unless initdb and pg_ctl are found

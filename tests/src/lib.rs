@@ -42,12 +42,44 @@ pub fn stratus_bin() -> PathBuf {
     bin
 }
 
+/// `n` consecutive free loopback ports (bound then released); returns the first.
+pub fn free_port_range(n: u16) -> u16 {
+    for _ in 0..200 {
+        let base = free_port();
+        if base.checked_add(n).is_none() {
+            continue;
+        }
+        let all_free = (0..n).all(|i| TcpListener::bind(("127.0.0.1", base + i)).is_ok());
+        if all_free {
+            return base;
+        }
+    }
+    panic!("no {n} consecutive free ports");
+}
+
 /// A free loopback port (bound then released).
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .expect("free port")
+}
+
+/// GETs `/metrics` at `addr`: the Prometheus text of a node (a node's `metrics` address).
+pub fn scrape_metrics(addr: SocketAddr) -> anyhow::Result<String> {
+    use std::io::{Read, Write};
+    let mut s = TcpStream::connect(addr).context("connect to /metrics")?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: stratus\r\nConnection: close\r\n\r\n")?;
+    let mut text = String::new();
+    s.read_to_string(&mut text)?;
+    let Some((head, body)) = text.split_once("\r\n\r\n") else {
+        bail!("malformed HTTP answer from /metrics: {text}");
+    };
+    if !head.starts_with("HTTP/1.1 200") {
+        bail!("/metrics answered {head}");
+    }
+    Ok(body.to_owned())
 }
 
 /// A running `stratus serve` process.
@@ -60,11 +92,45 @@ pub struct Node {
     pub namesrv: SocketAddr,
     /// Broker address.
     pub broker: SocketAddr,
+    /// `/metrics` endpoint (`STRATUS_METRICS__ADDR`, a free port; kept across restarts).
+    pub metrics: SocketAddr,
     log: PathBuf,
     extra: Vec<String>,
+    /// Extra environment (`STRATUS_<SECTION>__<KEY>` settings) of the process.
+    envs: Vec<(String, String)>,
+    /// Whether readiness waits for the broker port too (a cluster member may own no shard
+    /// at first, so its first broker port may stay closed).
+    wait_for_broker: bool,
 }
 
 impl Node {
+    /// Starts one node of a cluster: its own name-server port and first broker port
+    /// (`broker`, shard `s` on `broker` + `s`), settings in `envs` (meta URL, object store,
+    /// node id, shard count…); ready once the name-server port answers.
+    pub fn start_member(
+        data_dir: &Path,
+        namesrv: SocketAddr,
+        broker: SocketAddr,
+        envs: &[(&str, &str)],
+    ) -> anyhow::Result<Self> {
+        let mut node = Self {
+            child: None,
+            data_dir: data_dir.to_path_buf(),
+            namesrv,
+            broker,
+            metrics: SocketAddr::from(([127, 0, 0, 1], free_port())),
+            log: data_dir.join("stratus.log"),
+            extra: Vec::new(),
+            envs: envs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            wait_for_broker: false,
+        };
+        node.spawn()?;
+        Ok(node)
+    }
+
     /// Starts a node on fresh ports with its data in `data_dir`.
     pub fn start(data_dir: &Path) -> anyhow::Result<Self> {
         Self::start_with(data_dir, &[])
@@ -79,8 +145,11 @@ impl Node {
             data_dir: data_dir.to_path_buf(),
             namesrv,
             broker,
+            metrics: SocketAddr::from(([127, 0, 0, 1], free_port())),
             log: data_dir.join("stratus.log"),
             extra: extra.iter().map(|s| (*s).to_owned()).collect(),
+            envs: Vec::new(),
+            wait_for_broker: true,
         };
         node.spawn()?;
         Ok(node)
@@ -100,7 +169,9 @@ impl Node {
             .arg(self.namesrv.to_string())
             .arg("--broker-addr")
             .arg(self.broker.to_string())
+            .env("STRATUS_METRICS__ADDR", self.metrics.to_string())
             .args(&self.extra)
+            .envs(self.envs.iter().map(|(k, v)| (k, v)))
             .env(
                 "RUST_LOG",
                 std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
@@ -117,7 +188,9 @@ impl Node {
     fn wait_ready(&mut self) -> anyhow::Result<()> {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            if TcpStream::connect(self.namesrv).is_ok() && TcpStream::connect(self.broker).is_ok() {
+            if TcpStream::connect(self.namesrv).is_ok()
+                && (!self.wait_for_broker || TcpStream::connect(self.broker).is_ok())
+            {
                 return Ok(());
             }
             if let Some(c) = self.child.as_mut()
@@ -358,6 +431,11 @@ pub fn run_client(
     timeout: Duration,
 ) -> anyhow::Result<(i32, Vec<Value>)> {
     ClientRun::spawn(client, args, scratch)?.wait(timeout)
+}
+
+/// The object store a multi-node test shares: a local directory under `dir`.
+pub fn cluster_object_store_url(dir: &Path) -> String {
+    format!("file://{}", dir.join("objects").display())
 }
 
 /// Converts `&str` arguments.

@@ -19,7 +19,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use stratus_compat::RequestCode;
+use stratus_compat::{RequestCode, ResponseCode};
 use stratus_compat::client::RemotingClient;
 use stratus_compat::command::RemotingCommand;
 use stratus_compat::request::route::ClusterInfo;
@@ -28,7 +28,7 @@ use stratus_tests::{
 };
 
 const SHARDS: u16 = 6;
-const COUNT: u32 = 1500;
+const COUNT: u32 = 2000;
 const BODY: usize = 200;
 
 /// The route table as a name server answers it: broker name → address.
@@ -52,6 +52,22 @@ fn routes(namesrv: SocketAddr) -> BTreeMap<String, String> {
             .into_iter()
             .filter_map(|(name, b)| Some((name, b.broker_addrs.get("0")?.clone())))
             .collect()
+    })
+}
+
+/// Answer code of GET_MAX_OFFSET for queue 0 of `topic` on shard `bname`, asked at `addr`.
+fn max_offset_code(addr: SocketAddr, topic: &str, bname: &str) -> i32 {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let client = RemotingClient::connect(addr).await.unwrap();
+        let mut req = RemotingCommand::request(RequestCode::GetMaxOffset.to_i32(), 0);
+        for (k, v) in [("topic", topic), ("queueId", "0"), ("bname", bname)] {
+            req.ext_fields.insert(k.to_owned(), v.to_owned());
+        }
+        client.invoke(req, Duration::from_secs(3)).await.unwrap().code
     })
 }
 
@@ -157,7 +173,6 @@ fn three_nodes_survive_a_kill_and_take_in_a_fourth_with_java_clients() {
     let start = |n: &str| {
         let (ns, base) = ports[n];
         let id = format!("node-{n}");
-        let metrics = format!("127.0.0.1:{}", free_port());
         Node::start_member(
             &dir.join(n),
             ns,
@@ -167,7 +182,6 @@ fn three_nodes_survive_a_kill_and_take_in_a_fourth_with_java_clients() {
                 ("STRATUS_NODE__SHARDS", shards.as_str()),
                 ("STRATUS_META__URL", meta.as_str()),
                 ("STRATUS_STORAGE__OBJECT_STORE_URL", objects.as_str()),
-                ("STRATUS_METRICS__ADDR", metrics.as_str()),
             ],
         )
         .unwrap()
@@ -188,6 +202,21 @@ fn three_nodes_survive_a_kill_and_take_in_a_fourth_with_java_clients() {
         },
     );
     eprintln!("three nodes balanced in {first:?}");
+
+    // A broker request for a shard another node owns is refused so the client re-routes.
+    let now = owners(ns_a, &bases);
+    let (foreign, _) = now.iter().find(|(_, n)| **n != "a").unwrap();
+    let (own, _) = now.iter().find(|(_, n)| **n == "a").unwrap();
+    assert_eq!(
+        max_offset_code(ns_a, "ClusterT", foreign),
+        ResponseCode::ServiceNotAvailable.to_i32(),
+        "a request for {foreign} at node a"
+    );
+    assert_eq!(
+        max_offset_code(ns_a, "ClusterT", own),
+        ResponseCode::Success.to_i32(),
+        "a request for {own} at node a"
+    );
 
     let namesrvs = ["a", "b", "c"]
         .iter()
@@ -293,6 +322,27 @@ fn three_nodes_survive_a_kill_and_take_in_a_fourth_with_java_clients() {
     );
     eprintln!("scale-out: the new node serves its share {join:?} after it started");
 
+    // SIGTERM hands shards over before exit: the others serve them without waiting for the
+    // lease to expire.
+    wait_sent(1500);
+    let stopping = Instant::now();
+    assert!(c.terminate().unwrap(), "node c exits cleanly on SIGTERM");
+    wait_routes(
+        ns_a,
+        &bases,
+        Duration::from_secs(60),
+        "a and d own every shard after c stopped",
+        |o| {
+            o.len() == usize::from(SHARDS)
+                && count_by_node(o).get("a") == Some(&3)
+                && count_by_node(o).get("d") == Some(&3)
+        },
+    );
+    eprintln!(
+        "hand-over on SIGTERM: every shard served again {:?} after the signal",
+        stopping.elapsed()
+    );
+
     let (code, sent_events) = producer.wait(Duration::from_secs(300)).unwrap();
     let (_, recv_events) = consumer.wait(Duration::from_secs(420)).unwrap();
 
@@ -378,7 +428,7 @@ fn three_nodes_survive_a_kill_and_take_in_a_fourth_with_java_clients() {
         queues.len()
     );
 
-    for n in [&mut a, &mut c, &mut d] {
+    for n in [&mut a, &mut d] {
         assert!(n.terminate().unwrap(), "node exits cleanly on SIGTERM");
     }
 }
