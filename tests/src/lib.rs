@@ -238,6 +238,28 @@ impl Node {
         }
     }
 
+    /// Freezes the process (SIGSTOP), as a long pause or a network cut would.
+    pub fn pause(&self) -> anyhow::Result<()> {
+        self.signal("-STOP")
+    }
+
+    /// Thaws a paused process (SIGCONT).
+    pub fn resume(&self) -> anyhow::Result<()> {
+        self.signal("-CONT")
+    }
+
+    fn signal(&self, sig: &str) -> anyhow::Result<()> {
+        let child = self.child.as_ref().context("node not running")?;
+        let ok = Command::new("kill")
+            .args([sig, &child.id().to_string()])
+            .status()?
+            .success();
+        if !ok {
+            bail!("kill {sig} failed");
+        }
+        Ok(())
+    }
+
     /// Kills with SIGKILL (kill -9).
     pub fn kill9(&mut self) -> anyhow::Result<()> {
         if let Some(mut child) = self.child.take() {

@@ -432,3 +432,197 @@ fn three_nodes_survive_a_kill_and_take_in_a_fourth_with_java_clients() {
         assert!(n.terminate().unwrap(), "node exits cleanly on SIGTERM");
     }
 }
+
+/// One SEND_MESSAGE_V2 to `addr` for queue 0 of `topic` on shard `broker-0`.
+async fn send_one(addr: SocketAddr, topic: &str, key: &str) -> RemotingCommand {
+    use stratus_compat::message::properties::{Properties, keys};
+    use stratus_compat::request::send::SendMessageRequestHeader;
+    let client = RemotingClient::connect(addr).await.unwrap();
+    let mut props = Properties::default();
+    props.insert(keys::KEYS, key);
+    props.insert(keys::UNIQ_KEY, &format!("UNIQ-{key}"));
+    let mut cmd = RemotingCommand::request(RequestCode::SendMessageV2.to_i32(), 0);
+    SendMessageRequestHeader {
+        producer_group: "pg".into(),
+        topic: topic.into(),
+        default_topic: "TBW102".into(),
+        default_topic_queue_nums: 4,
+        queue_id: 0,
+        born_timestamp: 1_700_000_000_000,
+        properties: Some(props.encode()),
+        broker_name: Some("broker-0".into()),
+        ..Default::default()
+    }
+    .write_v2(&mut cmd);
+    cmd.body = bytes::Bytes::from_static(b"fenced?");
+    client.invoke(cmd, Duration::from_secs(30)).await.unwrap()
+}
+
+/// A node frozen past its lease (a long GC-like pause or a network cut) must not
+/// acknowledge the sends it was holding: when it wakes up, another node owns the shard under
+/// a higher epoch, its commit is fenced, and the waiting send fails with
+/// SERVICE_NOT_AVAILABLE. The message is not stored; the new owner serves the queue.
+#[test]
+fn a_node_that_lost_its_lease_fails_its_waiting_sends_instead_of_acknowledging() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let meta = meta_url(dir);
+    let objects = stratus_tests::cluster_object_store_url(dir);
+    let ns_a: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let ns_b: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let base_a = free_port_range(1);
+    let base_b = free_port_range(1);
+    let envs = |id: &'static str, linger: &'static str| {
+        vec![
+            ("STRATUS_NODE__ID", id.to_owned()),
+            ("STRATUS_NODE__SHARDS", "1".to_owned()),
+            ("STRATUS_META__URL", meta.clone()),
+            ("STRATUS_META__LEASE_TTL", "3s".to_owned()),
+            ("STRATUS_STORAGE__OBJECT_STORE_URL", objects.clone()),
+            ("STRATUS_STORAGE__LINGER", linger.to_owned()),
+        ]
+    };
+    let start = |dir: &Path, ns, base: u16, env: Vec<(&str, String)>| {
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        Node::start_member(dir, ns, format!("127.0.0.1:{base}").parse().unwrap(), &env).unwrap()
+    };
+    // Node a holds the only shard and seals segments only every 3 s.
+    let a = start(&dir.join("a"), ns_a, base_a, envs("node-a", "3s"));
+    let bases = BTreeMap::from([("a", base_a), ("b", base_b)]);
+    wait_routes(ns_a, &bases, Duration::from_secs(30), "a owns the shard", |o| {
+        o.get("broker-0") == Some(&"a")
+    });
+    let b = start(&dir.join("b"), ns_b, base_b, envs("node-b", "5ms"));
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let shard_a: SocketAddr = format!("127.0.0.1:{base_a}").parse().unwrap();
+    let pending = rt.spawn(send_one(shard_a, "FenceT", "held"));
+    std::thread::sleep(Duration::from_millis(300));
+    a.pause().unwrap();
+    // a's lease expires; b takes the shard with a higher epoch.
+    wait_routes(ns_b, &bases, Duration::from_secs(30), "b took the shard", |o| {
+        o.get("broker-0") == Some(&"b")
+    });
+    a.resume().unwrap();
+    let answer = rt.block_on(pending).unwrap();
+    assert_eq!(
+        answer.code,
+        ResponseCode::ServiceNotAvailable.to_i32(),
+        "the held send fails instead of being acknowledged: {:?}",
+        answer.remark
+    );
+
+    // The new owner serves the queue; the refused message was never stored.
+    let shard_b: SocketAddr = format!("127.0.0.1:{base_b}").parse().unwrap();
+    let ok = rt.block_on(send_one(shard_b, "FenceT", "after"));
+    assert_eq!(ok.code, ResponseCode::Success.to_i32(), "{:?}", ok.remark);
+    let h = stratus_compat::request::send::SendMessageResponseHeader::from_command(&ok).unwrap();
+    assert_eq!(h.queue_offset, 0, "the fenced message took no offset");
+    let max = rt.block_on(async {
+        let client = RemotingClient::connect(shard_b).await.unwrap();
+        let mut req = RemotingCommand::request(RequestCode::GetMaxOffset.to_i32(), 0);
+        for (k, v) in [("topic", "FenceT"), ("queueId", "0"), ("bname", "broker-0")] {
+            req.ext_fields.insert(k.to_owned(), v.to_owned());
+        }
+        let resp = client.invoke(req, Duration::from_secs(3)).await.unwrap();
+        resp.ext_fields.get("offset").cloned().unwrap_or_default()
+    });
+    assert_eq!(max, "1", "exactly the one acknowledged message is stored");
+    drop(a);
+    drop(b);
+}
+
+/// Shards can be added later, as brokers are added to a RocketMQ cluster: a node started
+/// with a higher `node.shards` creates the new shards, takes them, and routes publish every
+/// topic's queues on them too; what the old shards hold is still served.
+#[test]
+fn raising_the_shard_count_adds_brokers_to_every_route() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let meta = meta_url(dir);
+    let objects = stratus_tests::cluster_object_store_url(dir);
+    let ns: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let base = free_port_range(3);
+    let start = |shards: &str| {
+        Node::start_member(
+            &dir.join("n"),
+            ns,
+            format!("127.0.0.1:{base}").parse().unwrap(),
+            &[
+                ("STRATUS_NODE__ID", "node-n"),
+                ("STRATUS_NODE__SHARDS", shards),
+                ("STRATUS_META__URL", meta.as_str()),
+                ("STRATUS_STORAGE__OBJECT_STORE_URL", objects.as_str()),
+            ],
+        )
+        .unwrap()
+    };
+    let bases = BTreeMap::from([("n", base)]);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+
+    let mut node = start("2");
+    wait_routes(ns, &bases, Duration::from_secs(30), "two shards", |o| o.len() == 2);
+    let shard0: SocketAddr = format!("127.0.0.1:{base}").parse().unwrap();
+    let sent = rt.block_on(send_one(shard0, "GrowT", "before"));
+    assert_eq!(sent.code, ResponseCode::Success.to_i32(), "{:?}", sent.remark);
+    assert!(node.terminate().unwrap());
+
+    let _node = start("3");
+    wait_routes(ns, &bases, Duration::from_secs(30), "three shards", |o| {
+        o.len() == 3 && o.contains_key("broker-2")
+    });
+    let route = rt.block_on(async {
+        let client = RemotingClient::connect(ns).await.unwrap();
+        let mut req = RemotingCommand::request(RequestCode::GetRouteinfoByTopic.to_i32(), 0);
+        req.ext_fields.insert("topic".into(), "GrowT".into());
+        let resp = client.invoke(req, Duration::from_secs(3)).await.unwrap();
+        serde_json::from_slice::<stratus_compat::request::route::TopicRouteData>(&resp.body)
+            .unwrap()
+    });
+    let brokers: BTreeSet<&str> = route
+        .queue_datas
+        .iter()
+        .map(|q| q.broker_name.as_str())
+        .collect();
+    assert_eq!(
+        brokers,
+        BTreeSet::from(["broker-0", "broker-1", "broker-2"]),
+        "the existing topic has queues on the new shard"
+    );
+    let shard2: SocketAddr = format!("127.0.0.1:{}", base + 2).parse().unwrap();
+    let mut req = RemotingCommand::request(RequestCode::GetMaxOffset.to_i32(), 0);
+    for (k, v) in [("topic", "GrowT"), ("queueId", "0"), ("bname", "broker-0")] {
+        req.ext_fields.insert(k.to_owned(), v.to_owned());
+    }
+    let max_old = rt.block_on(async {
+        let client = RemotingClient::connect(shard0).await.unwrap();
+        client.invoke(req, Duration::from_secs(3)).await.unwrap()
+    });
+    assert_eq!(
+        max_old.ext_fields.get("offset").map(String::as_str),
+        Some("1"),
+        "the old shard still serves what it held"
+    );
+    let mut on_new = rt.block_on(async {
+        let client = RemotingClient::connect(shard2).await.unwrap();
+        let mut req = RemotingCommand::request(RequestCode::GetMaxOffset.to_i32(), 0);
+        for (k, v) in [("topic", "GrowT"), ("queueId", "0"), ("bname", "broker-2")] {
+            req.ext_fields.insert(k.to_owned(), v.to_owned());
+        }
+        client.invoke(req, Duration::from_secs(3)).await.unwrap()
+    });
+    assert_eq!(on_new.code, ResponseCode::Success.to_i32());
+    assert_eq!(
+        on_new.ext_fields.remove("offset").as_deref(),
+        Some("0"),
+        "the new shard starts empty"
+    );
+}
