@@ -7,8 +7,12 @@
 //!   concurrent misses of one block share one GET (`try_get_with`);
 //! - recent index: per queue, the last few committed sections (first offset, count, where),
 //!   fed by the writer, so pulls near the head need no meta query.
+//!
+//! Objects deleted by retention are dropped from every cache ([`Cache::invalidate_objects`]),
+//! as are objects whose cached bytes failed their checks, so a damaged read is never served
+//! again from memory. [`Cache::publish_metrics`] exports capacities and weighted sizes.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::future::Future;
 use std::sync::Arc;
 
@@ -20,7 +24,7 @@ use stratus_meta::{QueueKey, QueueSegment, ShardId};
 
 use crate::SegmentError;
 use crate::format::Footer;
-use crate::metrics::cache_lookup;
+use crate::metrics::{self, cache_lookup};
 
 /// Capacities.
 #[derive(Debug, Clone)]
@@ -58,6 +62,20 @@ pub struct Cache {
     recent: Mutex<HashMap<QueueKey, VecDeque<QueueSegment>>>,
     block_size: u64,
     recent_per_queue: usize,
+    capacities: CacheConfig,
+}
+
+/// Size of one cache, as [`Cache::usage`] reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheUsage {
+    /// `tail`, `footer` or `block`.
+    pub cache: &'static str,
+    /// Configured capacity, bytes.
+    pub capacity_bytes: u64,
+    /// Current weighted size, bytes.
+    pub weighted_bytes: u64,
+    /// Entries.
+    pub entries: u64,
 }
 
 fn weight(n: usize) -> u32 {
@@ -83,6 +101,52 @@ impl Cache {
             recent: Mutex::default(),
             block_size: config.block_size.max(4096),
             recent_per_queue: config.recent_sections_per_queue.max(1),
+            capacities: config,
+        }
+    }
+
+    /// Capacity, weighted size and entry count of the tail, footer and block caches, after
+    /// applying pending evictions so the sizes are current.
+    pub async fn usage(&self) -> [CacheUsage; 3] {
+        self.tail.run_pending_tasks().await;
+        self.footers.run_pending_tasks().await;
+        self.blocks.run_pending_tasks().await;
+        let c = &self.capacities;
+        [
+            CacheUsage {
+                cache: "tail",
+                capacity_bytes: c.tail_bytes,
+                weighted_bytes: self.tail.weighted_size(),
+                entries: self.tail.entry_count(),
+            },
+            CacheUsage {
+                cache: "footer",
+                capacity_bytes: c.footer_bytes,
+                weighted_bytes: self.footers.weighted_size(),
+                entries: self.footers.entry_count(),
+            },
+            CacheUsage {
+                cache: "block",
+                capacity_bytes: c.block_bytes,
+                weighted_bytes: self.blocks.weighted_size(),
+                entries: self.blocks.entry_count(),
+            },
+        ]
+    }
+
+    /// Sets the cache gauges of [`metrics`] from [`Cache::usage`] (called on scrape).
+    pub async fn publish_metrics(&self) {
+        let gauge = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        for u in self.usage().await {
+            metrics::CACHE_CAPACITY_BYTES
+                .with_label_values(&[u.cache])
+                .set(gauge(u.capacity_bytes));
+            metrics::CACHE_WEIGHTED_BYTES
+                .with_label_values(&[u.cache])
+                .set(gauge(u.weighted_bytes));
+            metrics::CACHE_ENTRIES
+                .with_label_values(&[u.cache])
+                .set(gauge(u.entries));
         }
     }
 
@@ -206,6 +270,48 @@ impl Cache {
         self.recent.lock().retain(|k, _| k.shard != shard);
     }
 
+    /// Drops everything cached for these objects: whole objects, footers, blocks, and the
+    /// recent-index sections that point into them (with every older section of the same
+    /// queue, so the index stays contiguous). Called when objects are deleted, and when an
+    /// object's cached bytes failed their checks.
+    pub async fn invalidate_objects(&self, keys: &[String]) {
+        if keys.is_empty() {
+            return;
+        }
+        let gone: HashSet<&str> = keys.iter().map(String::as_str).collect();
+        for k in keys {
+            self.tail.invalidate(k).await;
+        }
+        let footers: Vec<_> = self
+            .footers
+            .iter()
+            .filter(|(k, _)| gone.contains(k.0.as_str()))
+            .map(|(k, _)| k)
+            .collect();
+        for k in footers {
+            self.footers.invalidate(&*k).await;
+        }
+        let blocks: Vec<_> = self
+            .blocks
+            .iter()
+            .filter(|(k, _)| gone.contains(k.0.as_str()))
+            .map(|(k, _)| k)
+            .collect();
+        for k in blocks {
+            self.blocks.invalidate(&*k).await;
+        }
+        let mut recent = self.recent.lock();
+        for q in recent.values_mut() {
+            if let Some(last) = q
+                .iter()
+                .rposition(|s| gone.contains(s.segment.object_key.as_str()))
+            {
+                q.drain(..=last);
+            }
+        }
+        recent.retain(|_, q| !q.is_empty());
+    }
+
     /// Empties every cache (tests, operator action).
     pub fn clear(&self) {
         self.tail.invalidate_all();
@@ -219,5 +325,103 @@ impl Cache {
         self.tail.invalidate_all();
         self.footers.invalidate_all();
         self.blocks.invalidate_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use stratus_compat::types::{CommitLogOffset, QueueId, Topic};
+    use stratus_meta::SegmentRef;
+
+    use super::*;
+
+    fn section(key: &str, first: i64, count: u32) -> QueueSegment {
+        QueueSegment {
+            segment: SegmentRef {
+                object_key: key.to_owned(),
+                shard: ShardId(0),
+                section_pos: 8,
+                section_len: 100,
+                footer_pos: 108,
+                footer_len: 50,
+                commit_log_start: CommitLogOffset(0),
+                commit_log_end: CommitLogOffset(100),
+            },
+            first_offset: QueueOffset(first),
+            count,
+            min_store_ts: 0,
+            max_store_ts: 0,
+        }
+    }
+
+    fn queue() -> QueueKey {
+        QueueKey {
+            shard: ShardId(0),
+            topic: Topic::new("T"),
+            queue_id: QueueId(0),
+        }
+    }
+
+    #[tokio::test]
+    async fn invalidated_objects_leave_every_cache_and_the_recent_index() {
+        let cache = Cache::new(CacheConfig::default());
+        for key in ["a", "b"] {
+            cache.insert_tail(key, Bytes::from_static(b"whole")).await;
+            cache
+                .block(key, 0, async { Ok(Bytes::from_static(b"block")) })
+                .await
+                .unwrap();
+        }
+        cache.record_commit(queue(), section("a", 0, 2));
+        cache.record_commit(queue(), section("b", 2, 2));
+
+        cache.invalidate_objects(&["a".to_owned()]).await;
+
+        assert!(cache.tail("a").await.is_none());
+        assert!(cache.tail("b").await.is_some());
+        // A miss loads again: the block of "a" is gone, the one of "b" is kept.
+        let a = cache
+            .block("a", 0, async { Ok(Bytes::from_static(b"fresh")) })
+            .await
+            .unwrap();
+        assert_eq!(&a[..], b"fresh");
+        let b = cache
+            .block("b", 0, async { Ok(Bytes::from_static(b"fresh")) })
+            .await
+            .unwrap();
+        assert_eq!(&b[..], b"block");
+        assert!(cache.recent_sections(&queue(), QueueOffset(0), 8).is_none());
+        let rest = cache
+            .recent_sections(&queue(), QueueOffset(2), 8)
+            .expect("b is still indexed");
+        assert_eq!(rest.len(), 1);
+        assert_eq!(rest[0].segment.object_key, "b");
+    }
+
+    #[tokio::test]
+    async fn usage_reports_capacities_and_weighted_sizes() {
+        let cache = Cache::new(CacheConfig {
+            tail_bytes: 1000,
+            block_bytes: 2000,
+            footer_bytes: 3000,
+            ..CacheConfig::default()
+        });
+        cache.insert_tail("k", Bytes::from(vec![0u8; 99])).await;
+        let [tail, footer, block] = cache.usage().await;
+        assert_eq!((tail.cache, tail.capacity_bytes), ("tail", 1000));
+        assert_eq!(tail.weighted_bytes, 100);
+        assert_eq!(tail.entries, 1);
+        assert_eq!((footer.cache, footer.capacity_bytes), ("footer", 3000));
+        assert_eq!(
+            (block.cache, block.capacity_bytes, block.weighted_bytes),
+            ("block", 2000, 0)
+        );
+        cache.publish_metrics().await;
+        assert_eq!(
+            metrics::CACHE_CAPACITY_BYTES
+                .with_label_values(&["block"])
+                .get(),
+            2000
+        );
     }
 }

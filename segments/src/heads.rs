@@ -89,12 +89,21 @@ impl QueueHeads {
         }
     }
 
-    /// Sets the smallest retained offset (retention moves it).
-    pub fn set_min(&self, queue: &QueueKey, min: QueueOffset) {
+    /// Raises the smallest retained offset (retention moves it), never past the committed
+    /// max and never backwards. A queue without a head here (its shard is not loaded) is
+    /// left alone: the shard's next owner loads the min from meta. Returns whether it moved.
+    pub fn set_min(&self, queue: &QueueKey, min: QueueOffset) -> bool {
         let mut w = self.queues.write();
-        w.entry(queue.clone())
-            .or_insert_with(|| Head::new(min, min))
-            .min = min;
+        let Some(h) = w.get_mut(queue) else {
+            return false;
+        };
+        let min = min.min(*h.max.borrow());
+        if min > h.min {
+            h.min = min;
+            true
+        } else {
+            false
+        }
     }
 
     /// Loads every queue of a shard from its meta state (a shard was opened here). Existing
@@ -152,6 +161,22 @@ mod tests {
         heads.set_max(&k, QueueOffset(3));
         assert!(!rx.has_changed().unwrap());
         assert_eq!(heads.max_offset(&k), QueueOffset(5));
+    }
+
+    #[test]
+    fn set_min_only_raises_known_queues_up_to_max() {
+        let heads = QueueHeads::default();
+        let k = key(0, 0);
+        assert!(!heads.set_min(&k, QueueOffset(3)));
+        assert!(!heads.contains(&k));
+        heads.set_max(&k, QueueOffset(10));
+        assert!(heads.set_min(&k, QueueOffset(4)));
+        assert_eq!(heads.min_offset(&k), QueueOffset(4));
+        assert!(!heads.set_min(&k, QueueOffset(2)));
+        assert_eq!(heads.min_offset(&k), QueueOffset(4));
+        assert!(heads.set_min(&k, QueueOffset(12)));
+        assert_eq!(heads.min_offset(&k), QueueOffset(10));
+        assert_eq!(heads.max_offset(&k), QueueOffset(10));
     }
 
     #[test]

@@ -4,8 +4,9 @@
 use std::sync::LazyLock;
 
 use prometheus::{
-    Histogram, HistogramVec, IntCounter, IntCounterVec, IntGauge, register_histogram,
+    Histogram, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, register_histogram,
     register_histogram_vec, register_int_counter, register_int_counter_vec, register_int_gauge,
+    register_int_gauge_vec,
 };
 
 /// Object store calls by operation and result (`ok`, `error`, `retry`).
@@ -80,6 +81,47 @@ pub static BUFFERED_BYTES: LazyLock<IntGauge> = LazyLock::new(|| {
     register_int_gauge!(
         "stratus_segments_buffered_bytes",
         "Bytes appended, not yet durable"
+    )
+    .expect("metric registers once")
+});
+
+/// Segment uploads in flight (the writer's upload queue depth).
+pub static UPLOADS_IN_FLIGHT: LazyLock<IntGauge> = LazyLock::new(|| {
+    register_int_gauge!(
+        "stratus_segments_uploads_in_flight",
+        "Segment uploads started and not yet finished"
+    )
+    .expect("metric registers once")
+});
+
+/// Configured capacity of each cache (`tail`, `footer`, `block`), bytes. Set by
+/// [`crate::cache::Cache::publish_metrics`].
+pub static CACHE_CAPACITY_BYTES: LazyLock<IntGaugeVec> = LazyLock::new(|| {
+    register_int_gauge_vec!(
+        "stratus_segments_cache_capacity_bytes",
+        "Configured capacity of each cache",
+        &["cache"]
+    )
+    .expect("metric registers once")
+});
+
+/// Current weighted size of each cache, bytes. Set by
+/// [`crate::cache::Cache::publish_metrics`].
+pub static CACHE_WEIGHTED_BYTES: LazyLock<IntGaugeVec> = LazyLock::new(|| {
+    register_int_gauge_vec!(
+        "stratus_segments_cache_weighted_bytes",
+        "Current weighted size of each cache",
+        &["cache"]
+    )
+    .expect("metric registers once")
+});
+
+/// Entries in each cache. Set by [`crate::cache::Cache::publish_metrics`].
+pub static CACHE_ENTRIES: LazyLock<IntGaugeVec> = LazyLock::new(|| {
+    register_int_gauge_vec!(
+        "stratus_segments_cache_entries",
+        "Entries in each cache",
+        &["cache"]
     )
     .expect("metric registers once")
 });

@@ -328,8 +328,24 @@ impl Reader {
             .await
     }
 
-    /// The records of `entries` (one section), CRC-checked.
+    /// The records of `entries` (one section), CRC-checked. Bytes that fail their checks
+    /// may have come from a cache (a damaged GET is cached like a good one): the object's
+    /// cached bytes are dropped, so the next read fetches it again.
     async fn records(
+        &self,
+        seg: &SegmentRef,
+        entries: &[IndexEntry],
+    ) -> Result<Vec<Bytes>, SegmentError> {
+        let r = self.checked_records(seg, entries).await;
+        if let Err(SegmentError::Corrupt { .. }) = &r {
+            self.cache
+                .invalidate_objects(std::slice::from_ref(&seg.object_key))
+                .await;
+        }
+        r
+    }
+
+    async fn checked_records(
         &self,
         seg: &SegmentRef,
         entries: &[IndexEntry],

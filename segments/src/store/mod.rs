@@ -55,6 +55,8 @@ pub struct ListedObject {
     pub key: String,
     /// Size in bytes.
     pub size: u64,
+    /// Last modification (upload) time, ms since the Unix epoch.
+    pub last_modified_ms: i64,
 }
 
 /// Object storage for segments, with retries, timeouts and metrics.
@@ -207,6 +209,7 @@ impl SegmentStore {
                     .map_ok(|m| ListedObject {
                         key: m.location.to_string(),
                         size: m.size,
+                        last_modified_ms: m.last_modified.timestamp_millis(),
                     })
                     .try_collect::<Vec<_>>()
                     .await

@@ -46,6 +46,7 @@ pub(super) async fn run(inner: Arc<Inner>) {
             let (tx, rx) = oneshot::channel();
             inflight.push_back(process(inner.clone(), seg, prev_done.replace(rx), tx));
         }
+        metrics::UPLOADS_IN_FLIGHT.set(inflight.len() as i64);
         {
             let st = inner.state.lock();
             if st.open.builder.is_empty() {
