@@ -31,6 +31,10 @@ pub(crate) struct Broker {
     pub(crate) meta: Arc<dyn MetaStore>,
     pub(crate) writer: Writer,
     pub(crate) reader: Reader,
+    /// The object store, for retention's deletes and the orphan scan.
+    pub(crate) store: SegmentStore,
+    /// The read caches, dropped for deleted objects and exported as metrics.
+    pub(crate) cache: Arc<stratus_segments::cache::Cache>,
     pub(crate) heads: Arc<QueueHeads>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) topics: TopicTable,
@@ -68,6 +72,8 @@ pub(crate) fn object_store_from_url(url: &str) -> anyhow::Result<Arc<dyn ObjectS
 pub struct App {
     broker: Arc<Broker>,
     listeners: Vec<(SocketAddr, tokio::net::TcpListener)>,
+    /// The `/metrics` listener (`metrics.addr`), unless off.
+    metrics: Option<tokio::net::TcpListener>,
 }
 
 impl App {
@@ -76,6 +82,25 @@ impl App {
     /// # Errors
     /// Any start-up failure, naming the setting involved.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
+        Self::build_with(settings, None).await
+    }
+
+    /// Like [`App::build`], with `object_store` instead of the one
+    /// `storage.object_store_url` names (tests inject faults through it).
+    ///
+    /// # Errors
+    /// As [`App::build`].
+    pub async fn build_with_object_store(
+        settings: Settings,
+        object_store: Arc<dyn ObjectStore>,
+    ) -> anyhow::Result<Self> {
+        Self::build_with(settings, Some(object_store)).await
+    }
+
+    async fn build_with(
+        settings: Settings,
+        injected: Option<Arc<dyn ObjectStore>>,
+    ) -> anyhow::Result<Self> {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         std::fs::create_dir_all(&settings.node.data_dir).with_context(|| {
             format!(
@@ -92,7 +117,10 @@ impl App {
         let meta = stratus_meta::open(&meta_url)
             .await
             .with_context(|| format!("meta.url: cannot open {meta_url}"))?;
-        let object_store = object_store_from_url(&settings.object_store_url())?;
+        let object_store = match injected {
+            Some(s) => s,
+            None => object_store_from_url(&settings.object_store_url())?,
+        };
         let store = SegmentStore::new(object_store, StoreConfig::default());
 
         let advertised = settings.advertised_addr();
@@ -131,7 +159,7 @@ impl App {
             node.clone(),
             cancel.child_token(),
         );
-        let reader = Reader::new(store, meta.clone(), cache, heads.clone());
+        let reader = Reader::new(store.clone(), meta.clone(), cache.clone(), heads.clone());
         let topics = TopicTable::load(
             meta.clone(),
             settings.broker.default_topic_queue_nums,
@@ -146,6 +174,8 @@ impl App {
             meta,
             writer,
             reader,
+            store,
+            cache,
             heads,
             clock,
             topics,
@@ -173,7 +203,25 @@ impl App {
             let local = l.local_addr()?;
             listeners.push((local, l));
         }
-        Ok(Self { broker, listeners })
+        let metrics = match crate::metrics_http::parse_addr(&broker.settings.metrics.addr) {
+            Ok(Some(addr)) => Some(
+                tokio::net::TcpListener::bind(addr)
+                    .await
+                    .with_context(|| format!("metrics.addr: cannot bind {addr}"))?,
+            ),
+            Ok(None) => None,
+            Err(e) => anyhow::bail!("metrics.addr: {e}"),
+        };
+        Ok(Self {
+            broker,
+            listeners,
+            metrics,
+        })
+    }
+
+    /// Address of the `/metrics` endpoint, unless it is off.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics.as_ref().and_then(|l| l.local_addr().ok())
     }
 
     /// Addresses actually bound (useful with port 0).
@@ -198,6 +246,21 @@ impl App {
             ));
         }
         broker.tracker.spawn(crate::lease::keep(broker.clone()));
+        if let Some(l) = self.metrics {
+            let state = crate::metrics_http::ScrapeState {
+                cache: broker.cache.clone(),
+                parked: broker.parked.clone(),
+                max_parked: broker.settings.limits.max_parked_pulls,
+            };
+            let cancel = broker.cancel.child_token();
+            broker
+                .tracker
+                .spawn(crate::metrics_http::run(l, state, cancel));
+        }
+        broker.tracker.spawn(crate::retention::run(broker.clone()));
+        broker
+            .tracker
+            .spawn(crate::retention::run_orphan_scan(broker.clone()));
         broker
             .tracker
             .spawn(crate::housekeeping::run(broker.clone()));

@@ -93,6 +93,62 @@ pub struct Settings {
     pub limits: LimitSettings,
     /// Transactional messages: check-back timing.
     pub transaction: TransactionSettings,
+    /// Retention of stored messages and cleanup of orphaned objects.
+    pub retention: RetentionSettings,
+    /// The Prometheus `/metrics` endpoint.
+    pub metrics: MetricsSettings,
+}
+
+/// Retention: how long and how much each shard keeps, and the cleanup of objects that were
+/// uploaded but never committed.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct RetentionSettings {
+    /// Sections whose newest message is older than this are deleted
+    /// (`fileReservedTime`, 72 h in the reference); a topic's `retention_hours` overrides it.
+    #[serde(with = "humantime_serde")]
+    pub time: Duration,
+    /// Most section bytes one shard keeps; the oldest sections go first above it. 0: no limit.
+    pub shard_bytes: ByteSize,
+    /// How often retention runs over every owned shard.
+    #[serde(with = "humantime_serde")]
+    pub interval: Duration,
+    /// An object that no section references is deleted only once it is this old (an upload
+    /// whose commit is still under way is younger).
+    #[serde(with = "humantime_serde")]
+    pub orphan_grace: Duration,
+    /// How often the object store is listed for orphaned objects.
+    #[serde(with = "humantime_serde")]
+    pub orphan_scan_interval: Duration,
+}
+
+impl Default for RetentionSettings {
+    fn default() -> Self {
+        Self {
+            time: Duration::from_secs(72 * 3600),
+            shard_bytes: ByteSize::b(0),
+            interval: Duration::from_secs(300),
+            orphan_grace: Duration::from_secs(3600),
+            orphan_scan_interval: Duration::from_secs(3600),
+        }
+    }
+}
+
+/// The metrics endpoint.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct MetricsSettings {
+    /// `host:port` of the HTTP `/metrics` endpoint (RocketMQ 5's `metricsPromExporterPort`
+    /// is 5557); `"off"` or `""` disables it.
+    pub addr: String,
+}
+
+impl Default for MetricsSettings {
+    fn default() -> Self {
+        Self {
+            addr: "127.0.0.1:5557".into(),
+        }
+    }
 }
 
 /// Transactional messages (`BrokerConfig` transaction settings).
@@ -411,6 +467,18 @@ impl Settings {
         if self.transaction.check_interval.is_zero() {
             return bad("transaction.check_interval", "must be positive");
         }
+        if self.retention.time.is_zero() {
+            return bad("retention.time", "must be positive");
+        }
+        if self.retention.interval.is_zero() || self.retention.orphan_scan_interval.is_zero() {
+            return bad(
+                "retention.interval",
+                "interval and orphan_scan_interval must be positive",
+            );
+        }
+        if let Err(e) = crate::metrics_http::parse_addr(&self.metrics.addr) {
+            return bad("metrics.addr", &e);
+        }
         if self.storage.upload_concurrency == 0 {
             return bad("storage.upload_concurrency", "must be at least 1");
         }
@@ -560,5 +628,34 @@ mod tests {
         let text = s.to_toml();
         let back: Settings = toml::from_str(&text).unwrap();
         assert_eq!(back.node, s.node);
+    }
+
+    #[test]
+    #[allow(clippy::result_large_err)] // figment's Jail API returns its own large error
+    fn retention_and_metrics_settings_come_from_the_environment() {
+        figment::Jail::expect_with(|jail| {
+            jail.set_env("STRATUS_RETENTION__TIME", "2s");
+            jail.set_env("STRATUS_RETENTION__SHARD_BYTES", "64KiB");
+            jail.set_env("STRATUS_RETENTION__ORPHAN_GRACE", "0s");
+            jail.set_env("STRATUS_METRICS__ADDR", "off");
+            let s = Settings::load(None).expect("loads");
+            assert_eq!(s.retention.time, Duration::from_secs(2));
+            assert_eq!(s.retention.shard_bytes, ByteSize::kib(64));
+            assert_eq!(s.retention.orphan_grace, Duration::ZERO);
+            assert_eq!(s.retention.interval, Duration::from_secs(300));
+            assert_eq!(s.metrics.addr, "off");
+            Ok(())
+        });
+        let mut s = Settings::default();
+        s.metrics.addr = "nowhere".into();
+        assert!(
+            s.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("metrics.addr")
+        );
+        let mut s = Settings::default();
+        s.retention.interval = Duration::ZERO;
+        assert!(s.validate().unwrap_err().to_string().contains("retention."));
     }
 }

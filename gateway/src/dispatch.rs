@@ -26,7 +26,9 @@ pub(crate) fn handle(
     in_flight: &Arc<Semaphore>,
     tasks: &TaskTracker,
 ) {
+    let code = RequestCode::from_i32(cmd.code);
     let reply = Reply {
+        request: code,
         opaque: cmd.opaque,
         oneway: cmd.is_oneway(),
         serialize_type: if cmd.language == LanguageCode::Cpp {
@@ -35,7 +37,6 @@ pub(crate) fn handle(
             cmd.serialize_type
         },
     };
-    let code = RequestCode::from_i32(cmd.code);
     let span = debug_span!("req", code = %code, opaque = cmd.opaque);
     tracing::trace!(parent: &span, "request");
     let Ok(permit) = in_flight.clone().try_acquire_owned() else {
@@ -132,6 +133,8 @@ async fn route(
 /// How to answer a request.
 #[derive(Debug, Clone, Copy)]
 struct Reply {
+    /// Counted with the response code in `stratus_gateway_requests_total`.
+    request: RequestCode,
     opaque: i32,
     oneway: bool,
     serialize_type: SerializeType,
@@ -152,6 +155,7 @@ impl Reply {
                 RemotingCommand::response(self.opaque, code, Some(e.remark()))
             }
         };
+        crate::metrics::observe_response(self.request, resp.code);
         if self.oneway {
             return;
         }

@@ -26,6 +26,7 @@ pub(crate) async fn serve(
     _permit: OwnedSemaphorePermit,
     serves: super::listener::Serves,
 ) {
+    let _open = crate::metrics::ConnectionOpen::new();
     let limits = broker.settings.frame_limits();
     let (r, w) = stream.into_split();
     let mut frames = FramedRead::new(r, RemotingCodec::new(limits));

@@ -1,0 +1,143 @@
+//! The `/metrics` HTTP endpoint (`metrics.addr`): the Prometheus default registry in the text
+//! exposition format, with the gateway's and the storage layer's metrics. Gauges that are
+//! cheaper to read than to maintain (cache sizes, parked pulls) are set on each scrape.
+//!
+//! The server task belongs to the broker's tracker and stops with the broker's token; a
+//! scrape never blocks request handling (it reads atomics and moka counters only).
+
+use std::net::SocketAddr;
+use std::sync::{Arc, LazyLock};
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use prometheus::{Encoder, TEXT_FORMAT, TextEncoder};
+use stratus_segments::cache::Cache;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use crate::metrics;
+
+/// What a scrape reads besides the registry.
+#[derive(Debug, Clone)]
+pub(crate) struct ScrapeState {
+    /// The node's caches (capacities and weighted sizes).
+    pub(crate) cache: Arc<Cache>,
+    /// The parked-pull budget and its size: parked = size − available.
+    pub(crate) parked: Arc<Semaphore>,
+    pub(crate) max_parked: usize,
+}
+
+/// The address to serve on: `None` when `addr` is empty or `off`.
+///
+/// # Errors
+/// A message naming `metrics.addr` when it is neither a socket address nor off.
+pub(crate) fn parse_addr(addr: &str) -> Result<Option<SocketAddr>, String> {
+    let addr = addr.trim();
+    if addr.is_empty() || addr.eq_ignore_ascii_case("off") {
+        return Ok(None);
+    }
+    addr.parse()
+        .map(Some)
+        .map_err(|e| format!("{addr:?} is not host:port or \"off\": {e}"))
+}
+
+/// Registers every metric family, so a scrape lists them before their first use.
+fn register_all() {
+    use stratus_segments::metrics as seg;
+    LazyLock::force(&metrics::REQUESTS);
+    LazyLock::force(&metrics::SENDS);
+    LazyLock::force(&metrics::CONNECTIONS);
+    LazyLock::force(&metrics::PARKED_PULLS);
+    LazyLock::force(&metrics::RETENTION_PASSES);
+    LazyLock::force(&metrics::RETENTION_SECTIONS);
+    LazyLock::force(&metrics::OBJECTS_DELETED);
+    LazyLock::force(&seg::OBJECT_STORE_REQUESTS);
+    LazyLock::force(&seg::OBJECT_STORE_SECONDS);
+    LazyLock::force(&seg::OBJECT_STORE_BYTES);
+    LazyLock::force(&seg::CACHE_REQUESTS);
+    LazyLock::force(&seg::COMMIT_SECONDS);
+    LazyLock::force(&seg::SEGMENTS_COMMITTED);
+    LazyLock::force(&seg::SEGMENTS_FAILED);
+    LazyLock::force(&seg::BUFFERED_BYTES);
+    LazyLock::force(&seg::UPLOADS_IN_FLIGHT);
+    LazyLock::force(&seg::CACHE_CAPACITY_BYTES);
+    LazyLock::force(&seg::CACHE_WEIGHTED_BYTES);
+    LazyLock::force(&seg::CACHE_ENTRIES);
+}
+
+/// Serves `/metrics` on `listener` until `cancel`.
+pub(crate) async fn run(listener: TcpListener, state: ScrapeState, cancel: CancellationToken) {
+    register_all();
+    let addr = listener.local_addr().ok();
+    info!(addr = ?addr, "metrics endpoint listening");
+    let app = Router::new()
+        .route("/metrics", get(scrape))
+        .with_state(state);
+    if let Err(e) = axum::serve(listener, app)
+        .with_graceful_shutdown(cancel.cancelled_owned())
+        .await
+    {
+        warn!(error = %e, "metrics endpoint stopped");
+    }
+}
+
+async fn scrape(State(state): State<ScrapeState>) -> Response {
+    state.cache.publish_metrics().await;
+    let parked = state
+        .max_parked
+        .saturating_sub(state.parked.available_permits());
+    metrics::PARKED_PULLS.set(i64::try_from(parked).unwrap_or(i64::MAX));
+    let mut body = Vec::new();
+    match TextEncoder::new().encode(&prometheus::gather(), &mut body) {
+        Ok(()) => ([(header::CONTENT_TYPE, TEXT_FORMAT)], body).into_response(),
+        Err(e) => {
+            warn!(error = %e, "cannot encode metrics");
+            (StatusCode::INTERNAL_SERVER_ERROR, "cannot encode metrics").into_response()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_address_parses_or_is_off() {
+        assert_eq!(parse_addr("off"), Ok(None));
+        assert_eq!(parse_addr(""), Ok(None));
+        assert_eq!(
+            parse_addr("127.0.0.1:5557"),
+            Ok(Some(SocketAddr::from(([127, 0, 0, 1], 5557))))
+        );
+        assert!(parse_addr("localhost").is_err());
+    }
+
+    #[tokio::test]
+    async fn a_scrape_lists_gateway_and_storage_metrics() {
+        let state = ScrapeState {
+            cache: Arc::new(Cache::new(stratus_segments::cache::CacheConfig::default())),
+            parked: Arc::new(Semaphore::new(10)),
+            max_parked: 10,
+        };
+        let _held = state.parked.clone().try_acquire_many_owned(3).unwrap();
+        register_all();
+        let resp = scrape(State(state)).await;
+        assert_eq!(resp.status(), StatusCode::OK);
+        let body = axum::body::to_bytes(resp.into_body(), 1 << 24)
+            .await
+            .unwrap();
+        let text = String::from_utf8(body.to_vec()).unwrap();
+        assert!(text.contains("stratus_gateway_parked_pulls 3"), "{text}");
+        assert!(text.contains("stratus_gateway_connections"), "{text}");
+        assert!(
+            text.contains("stratus_segments_cache_capacity_bytes{cache=\"tail\"}"),
+            "{text}"
+        );
+        assert!(text.contains("stratus_segments_buffered_bytes"), "{text}");
+    }
+}
