@@ -198,7 +198,7 @@ async fn old_sections_leave_meta_and_the_store_and_pulls_below_the_min_are_moved
 
     let mut node = start(
         dir,
-        "time = \"4s\"\ninterval = \"200ms\"\norphan_scan_interval = \"1h\"",
+        "time = \"6s\"\ninterval = \"200ms\"\norphan_scan_interval = \"1h\"",
     );
     let c = RemotingClient::connect(node.broker).await.unwrap();
     let kept: Vec<Bytes> = (0..2).map(|i| Bytes::from(body("keep", i, 300))).collect();
@@ -227,8 +227,9 @@ async fn old_sections_leave_meta_and_the_store_and_pulls_below_the_min_are_moved
     .write_to(&mut cmd);
     assert_eq!(c.invoke(cmd, T).await.unwrap().code, 0);
 
-    // Past the retention time the old sections go; fresh ones sent now stay.
-    tokio::time::sleep(Duration::from_millis(4200)).await;
+    // Past the retention time the old sections go; fresh ones sent now stay (for the next
+    // 6 s, ample for the checks below).
+    tokio::time::sleep(Duration::from_millis(6200)).await;
     let fresh: Vec<Bytes> = (0..2).map(|i| Bytes::from(body("fresh", i, 300))).collect();
     for b in &fresh {
         send(&c, "AgeTopic", b).await;
