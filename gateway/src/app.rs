@@ -21,7 +21,7 @@ use tracing::{info, warn};
 
 use crate::config::Settings;
 use crate::registry::Registry;
-use crate::shard::OwnedShards;
+use crate::shard::{OwnedShards, RouteTable};
 use crate::topics::TopicTable;
 
 /// Shared state every processor reads.
@@ -40,9 +40,13 @@ pub(crate) struct Broker {
     pub(crate) topics: TopicTable,
     pub(crate) registry: Registry,
     pub(crate) shards: OwnedShards,
+    /// Where every shard of the cluster is served (routes).
+    pub(crate) routes: RouteTable,
+    /// Budget of open connections, over every port.
+    pub(crate) conn_limit: Arc<Semaphore>,
     pub(crate) transactions: crate::transaction::Transactions,
     pub(crate) locks: crate::locks::QueueLocks,
-    /// Address published in routes.
+    /// Address published in routes for the first broker port (shard `s`: port + `s`).
     pub(crate) advertised: String,
     /// The same as a socket address (STOREHOST of records, offset message ids).
     pub(crate) store_host: SocketAddr,
@@ -170,6 +174,7 @@ impl App {
 
         let broker = Arc::new(Broker {
             parked: Arc::new(Semaphore::new(settings.limits.max_parked_pulls)),
+            conn_limit: Arc::new(Semaphore::new(settings.limits.max_connections)),
             settings,
             meta,
             writer,
@@ -181,6 +186,7 @@ impl App {
             topics,
             registry: Registry::default(),
             shards: OwnedShards::default(),
+            routes: RouteTable::default(),
             transactions: crate::transaction::Transactions::default(),
             locks: crate::locks::QueueLocks::default(),
             advertised,
@@ -188,21 +194,14 @@ impl App {
             cancel,
             tracker,
         });
-        crate::lease::acquire_all(&broker).await?;
-
+        // The name-server port first; each shard's port is bound when the shard is taken.
         let mut listeners = Vec::new();
-        let mut addrs = vec![
-            broker.settings.listen.namesrv_addr,
-            broker.settings.listen.broker_addr,
-        ];
-        addrs.dedup();
-        for addr in addrs {
-            let l = tokio::net::TcpListener::bind(addr)
-                .await
-                .with_context(|| format!("listen: cannot bind {addr}"))?;
-            let local = l.local_addr()?;
-            listeners.push((local, l));
-        }
+        let addr = broker.settings.listen.namesrv_addr;
+        let l = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("listen.namesrv_addr: cannot bind {addr}"))?;
+        listeners.push((l.local_addr()?, l));
+        crate::lease::start(&broker).await?;
         let metrics = match crate::metrics_http::parse_addr(&broker.settings.metrics.addr) {
             Ok(Some(addr)) => Some(
                 tokio::net::TcpListener::bind(addr)
@@ -236,13 +235,16 @@ impl App {
     /// When shutdown exceeds its grace period.
     pub async fn run(self, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
         let broker = self.broker;
-        let conn_limit = Arc::new(Semaphore::new(broker.settings.limits.max_connections));
         for (addr, l) in self.listeners {
             info!(%addr, "listening");
             broker.tracker.spawn(crate::net::listener::run(
                 l,
                 broker.clone(),
-                conn_limit.clone(),
+                broker.conn_limit.clone(),
+                crate::net::listener::Serves {
+                    shard: None,
+                    stop: broker.cancel.child_token(),
+                },
             ));
         }
         broker.tracker.spawn(crate::lease::keep(broker.clone()));

@@ -191,7 +191,9 @@ pub struct NodeSettings {
     pub data_dir: PathBuf,
     /// Cluster name published in routes and cluster info.
     pub cluster_name: String,
-    /// Number of shards (logical brokers); each appears in routes as `broker-<n>`.
+    /// Shards (logical brokers) of the cluster; each appears in routes as `broker-<n>` and
+    /// every topic has its queues on each. Nodes share them fairly. Raising it later adds
+    /// shards (like adding brokers); lowering it is not supported.
     pub shards: u32,
     /// Longest time shutdown may take before the process exits non-zero.
     #[serde(with = "humantime_serde")]
@@ -204,10 +206,11 @@ pub struct NodeSettings {
 pub struct ListenSettings {
     /// Name-server port; it also answers broker requests.
     pub namesrv_addr: SocketAddr,
-    /// Broker port; it also answers name-server requests.
+    /// First broker port: shard `s` is served on this port + `s` while this node owns it
+    /// (bound when taken, closed when given up). Broker ports answer name-server requests too.
     pub broker_addr: SocketAddr,
-    /// `host:port` clients are told to dial for this node's shards (routes, message ids);
-    /// defaults to `broker_addr`.
+    /// `host:port` clients are told to dial for this node's first broker port (shard `s`:
+    /// port + `s`; used in routes and message ids); defaults to `broker_addr`.
     pub advertised_addr: Option<String>,
 }
 
@@ -253,7 +256,8 @@ pub struct StorageSettings {
     pub object_store_url: Option<String>,
     /// Seal the open segment when it reaches this size.
     pub segment_max_bytes: ByteSize,
-    /// Seal the open segment this long after its first message (group-commit linger).
+    /// Group-commit pace: at most one segment sealed per linger; a message after a quiet
+    /// linger is sealed at once, others wait for the current linger to end.
     #[serde(with = "humantime_serde")]
     pub linger: Duration,
     /// Bytes accepted but not yet durable; above it sends get SYSTEM_BUSY.
@@ -434,6 +438,13 @@ impl Settings {
         };
         if self.node.shards == 0 || self.node.shards > 4096 {
             return bad("node.shards", "must be between 1 and 4096");
+        }
+        let port = u32::from(self.listen.broker_addr.port());
+        if port == 0 || port + self.node.shards - 1 > 65535 {
+            return bad(
+                "listen.broker_addr",
+                "port must be non-zero and leave room for one port per shard (port + shards - 1 <= 65535)",
+            );
         }
         if self.node.id.is_empty()
             || !self
