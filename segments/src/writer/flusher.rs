@@ -21,12 +21,16 @@ use crate::SegmentError;
 use crate::format::{SealedSection, SealedSegment};
 use crate::{metrics, paths};
 
-/// The armed linger timer: the open buffer it belongs to, and the sleep.
-type Linger = (u64, Pin<Box<dyn Future<Output = ()> + Send>>);
+/// Sealing is paced, not delayed: the open buffer is sealed as soon as it holds something,
+/// unless a seal happened less than `linger` ago; then it is sealed when that linger ends. So
+/// a send after a quiet period waits for one upload and commit only, a busy node still puts
+/// at most one object per linger (object-store requests cost money), and everything that
+/// arrives during a linger goes into the same object.
+type Cooldown = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 enum Event {
     Progress,
-    Linger(u64),
+    CooldownOver,
     Cancelled,
 }
 
@@ -35,7 +39,7 @@ enum Event {
 pub(super) async fn run(inner: Arc<Inner>) {
     let mut inflight = FuturesOrdered::new();
     let mut prev_done: Option<oneshot::Receiver<()>> = None;
-    let mut linger: Option<Linger> = None;
+    let mut cooldown: Option<Cooldown> = None;
     let mut draining = false;
     let cap = inner.config.upload_concurrency.max(1);
     loop {
@@ -48,11 +52,11 @@ pub(super) async fn run(inner: Arc<Inner>) {
         }
         metrics::UPLOADS_IN_FLIGHT.set(inflight.len() as i64);
         {
-            let st = inner.state.lock();
-            if st.open.builder.is_empty() {
-                linger = None;
-            } else if linger.as_ref().is_none_or(|(id, _)| *id != st.open_id) {
-                linger = Some((st.open_id, inner.clock.sleep(inner.config.linger)));
+            let mut st = inner.state.lock();
+            if !st.open.builder.is_empty() && cooldown.is_none() {
+                st.swap_open();
+                cooldown = Some(inner.clock.sleep(inner.config.linger));
+                continue;
             }
             if draining && st.sealed.is_empty() && st.open.builder.is_empty() && inflight.is_empty()
             {
@@ -63,26 +67,17 @@ pub(super) async fn run(inner: Arc<Inner>) {
             biased;
             Some(()) = inflight.next(), if !inflight.is_empty() => Event::Progress,
             () = inner.wake.notified() => Event::Progress,
-            id = async {
-                match linger.as_mut() {
-                    Some((id, sleep)) => {
-                        sleep.as_mut().await;
-                        *id
-                    }
+            () = async {
+                match cooldown.as_mut() {
+                    Some(sleep) => sleep.as_mut().await,
                     None => std::future::pending().await,
                 }
-            } => Event::Linger(id),
+            } => Event::CooldownOver,
             () = inner.cancel.cancelled(), if !draining => Event::Cancelled,
         };
         match event {
             Event::Progress => {}
-            Event::Linger(id) => {
-                linger = None;
-                let mut st = inner.state.lock();
-                if st.open_id == id {
-                    st.swap_open();
-                }
-            }
+            Event::CooldownOver => cooldown = None,
             Event::Cancelled => {
                 draining = true;
                 let mut st = inner.state.lock();

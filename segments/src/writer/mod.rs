@@ -47,7 +47,8 @@ use crate::{handle, metrics, paths};
 pub struct WriterConfig {
     /// Seal the open buffer when it reaches this many record bytes.
     pub max_segment_bytes: usize,
-    /// Seal the open buffer this long after its first append.
+    /// Least time between two seals: a buffer is sealed at once after a quiet linger, else
+    /// when the current linger ends (so at most one object per linger, by time).
     pub linger: Duration,
     /// Bytes appended but not yet durable; above it appends fail with [`SegmentError::Busy`].
     pub max_buffered_bytes: usize,
@@ -193,8 +194,6 @@ struct Inner {
 struct State {
     shards: HashMap<ShardId, ShardWriter>,
     open: OpenSegment,
-    /// Bumped every time `open` is swapped out; the flusher's linger timer names it.
-    open_id: u64,
     /// Swapped-out buffers waiting for the flusher, in seal order.
     sealed: std::collections::VecDeque<PendingSegment>,
     /// Sequence of the next segment (first is 1).
@@ -247,7 +246,6 @@ impl State {
         }
         let open = std::mem::take(&mut self.open);
         self.next_seq += 1;
-        self.open_id += 1;
         self.sealed.push_back(PendingSegment {
             seq: self.next_seq,
             builder: open.builder,

@@ -228,6 +228,30 @@ async fn linger_seals_without_a_flush_and_groups_appends() {
 }
 
 #[tokio::test]
+async fn sealing_is_paced_immediate_after_quiet_then_once_per_linger() {
+    // linger = 1 h (manual_config): only pacing can seal before the explicit flush.
+    let h = Harness::new(manual_config()).await;
+    h.open(0).await;
+    // After a quiet period the first append is sealed at once, without a flush.
+    let a = h.writer.append(ShardId(0), vec![msg("T", 0, "a")]).unwrap();
+    a.durable().await.unwrap();
+    assert_eq!(h.faults.puts(), 1);
+    // Within the linger that seal started, appends wait and share one object.
+    let b = h.writer.append(ShardId(0), vec![msg("T", 0, "b")]).unwrap();
+    let c = h.writer.append(ShardId(0), vec![msg("T", 1, "c")]).unwrap();
+    crate::clock::Clock::sleep(&crate::clock::SystemClock, Duration::from_millis(300)).await;
+    assert!(
+        b.outcome.borrow().is_none(),
+        "b must wait for the linger (or a flush)"
+    );
+    assert_eq!(h.faults.puts(), 1);
+    h.writer.flush().await.unwrap();
+    b.durable().await.unwrap();
+    c.durable().await.unwrap();
+    assert_eq!(h.faults.puts(), 2);
+}
+
+#[tokio::test]
 async fn a_full_buffer_seals_at_once() {
     let h = Harness::new(WriterConfig {
         max_segment_bytes: 1000,
