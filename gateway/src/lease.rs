@@ -1,7 +1,8 @@
 //! Shard leases and cluster membership.
 //!
 //! Every node registers itself in meta and heartbeats there; one loop per node, every third
-//! of the lease TTL: heartbeat, renew the leases held, rebalance, rebuild the route table.
+//! of the lease TTL: heartbeat, renew the leases held, rebalance, rebuild the route table,
+//! reload the topic table (topics created or changed through another node).
 //!
 //! Rebalancing aims at a fair share: with `S` shards and `N` live nodes (heartbeat younger
 //! than the lease TTL) each node holds between ⌊S/N⌋ and ⌈S/N⌉. A node below ⌈S/N⌉ takes free
@@ -189,6 +190,9 @@ pub(crate) async fn keep(broker: Arc<Broker>) {
         }
         if let Err(e) = refresh_routes(&broker).await {
             warn!(error = %e, "route refresh failed; will retry");
+        }
+        if let Err(e) = broker.topics.refresh().await {
+            warn!(error = %e, "topic refresh failed; will retry");
         }
     }
 }

@@ -154,6 +154,15 @@ impl TopicTable {
         v
     }
 
+    /// Reloads every topic from meta (other nodes create, change and delete topics too).
+    pub(crate) async fn refresh(&self) -> Result<()> {
+        let all = self.meta.list_topics().await?;
+        let map: HashMap<Topic, TopicConfig> =
+            all.into_iter().map(|t| (t.topic.clone(), t)).collect();
+        *self.topics.write() = map;
+        Ok(())
+    }
+
     /// Creates or replaces a topic (admin).
     pub(crate) async fn put(&self, config: TopicConfig) -> Result<()> {
         self.meta.put_topic(&config).await?;
@@ -186,6 +195,11 @@ impl TopicTable {
         }
         if validate_topic_name(topic).is_err() {
             return Ok(None);
+        }
+        // Another node may have created it since the last refresh.
+        if let Some(t) = self.meta.get_topic(&Topic::new(topic)).await? {
+            self.topics.write().insert(t.topic.clone(), t.clone());
+            return Ok(Some(t));
         }
         if topic.starts_with(RETRY_PREFIX) || topic.starts_with(DLQ_PREFIX) {
             return self

@@ -220,6 +220,11 @@ async fn sends_not_durable_in_time_get_flush_disk_timeout_and_full_buffers_syste
             "{:?}",
             r.remark
         );
+        // Like the reference, the answer carries the send header (Java clients decode it
+        // into a SendResult with status FLUSH_DISK_TIMEOUT).
+        let h = stratus_compat::request::send::SendMessageResponseHeader::from_command(&r)
+            .expect("FLUSH_DISK_TIMEOUT carries the send header");
+        assert!(!h.msg_id.is_empty(), "offset message id in the header");
     }
 
     // Uploads held: appends pile up until the write buffer is full, then SYSTEM_BUSY at

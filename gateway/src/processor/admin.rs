@@ -46,6 +46,12 @@ pub(crate) async fn create_topic(
     cfg.topic_filter_type = h.topic_filter_type;
     cfg.topic_sys_flag = h.topic_sys_flag.unwrap_or(0);
     cfg.order = h.order;
+    // The request has no retention field: an update keeps the topic's retention override.
+    cfg.retention_hours = broker
+        .meta
+        .get_topic(&cfg.topic)
+        .await?
+        .and_then(|t| t.retention_hours);
     broker.topics.put(cfg).await?;
     Ok(success())
 }

@@ -19,10 +19,11 @@ use stratus_compat::message::properties::{Properties, keys};
 use stratus_compat::request::send::{SendMessageRequestHeader, SendMessageResponseHeader};
 use stratus_compat::types::{QueueId, Topic, java_string_hash};
 use stratus_meta::{SegmentEffect, ShardId, TopicConfig};
+use stratus_segments::SegmentError;
 use stratus_segments::writer::{AppendTicket, MessageToStore};
 
 use crate::app::Broker;
-use crate::dispatch::success;
+use crate::dispatch::{respond, success};
 use crate::error::{GatewayError, Result};
 use crate::net::Channel;
 use crate::topics::{self, PERM_WRITE, RETRY_PREFIX};
@@ -119,8 +120,17 @@ pub(crate) async fn complete(
         .map(|h| create_offset_msg_id(broker.store_host, h.0))
         .collect::<Vec<_>>()
         .join(",");
-    ticket.durable().await?;
-    let mut resp = success();
+    // Not durable in time: FLUSH_DISK_TIMEOUT carries the send header, as the reference's
+    // does (clients decode it and report SendStatus.FLUSH_DISK_TIMEOUT); the message may
+    // still become durable. Every other failure is an error answer.
+    let mut resp = match ticket.durable().await {
+        Ok(()) => success(),
+        Err(e @ SegmentError::Timeout(_)) => {
+            let err = GatewayError::from(e);
+            respond(err.response_code(), err.remark())
+        }
+        Err(e) => return Err(e.into()),
+    };
     SendMessageResponseHeader {
         msg_id,
         queue_id: queue_id.0,
