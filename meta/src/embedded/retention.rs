@@ -19,31 +19,54 @@ use crate::model::{Epoch, NodeId, QueueKey, RetentionOutcome, RetentionPolicy, S
 /// Keys per `IN (…)` list.
 const KEY_CHUNK: usize = 500;
 
+/// Sections of shard `$1` that hold a pending timer or half message: retention keeps them
+/// whatever their age or the size limit, because that record is still to be delivered or
+/// resolved (handles are `shard << 48 | local`; sections store local offsets).
+macro_rules! pinned_sections {
+    () => {
+        "SELECT s.segment_id FROM segments s WHERE s.shard_id = $1 AND ( \
+             EXISTS (SELECT 1 FROM timers t WHERE t.shard_id = s.shard_id \
+                 AND t.handle - s.shard_id * 281474976710656 >= s.commit_log_start \
+                 AND t.handle - s.shard_id * 281474976710656 < s.commit_log_end) \
+          OR EXISTS (SELECT 1 FROM half_messages h WHERE h.shard_id = s.shard_id \
+                 AND h.handle - s.shard_id * 281474976710656 >= s.commit_log_start \
+                 AND h.handle - s.shard_id * 281474976710656 < s.commit_log_end))"
+    };
+}
+
 /// Step 1: a queue row is expired when its max store time is before its topic's cutoff.
 /// `$1` shard, `$2` the default cutoff, `$3` now. `retention_hours` is clamped to
 /// [0, 10⁹] hours so the arithmetic cannot overflow.
-pub(crate) const DELETE_EXPIRED_ROWS: &str = "\
-    DELETE FROM queue_segments \
+pub(crate) const DELETE_EXPIRED_ROWS: &str = concat!(
+    "DELETE FROM queue_segments \
     WHERE queue_ref IN (SELECT queue_ref FROM queues WHERE shard_id = $1) \
+      AND segment_id NOT IN (",
+    pinned_sections!(),
+    ") \
       AND max_store_ts < ( \
           SELECT CASE WHEN t.retention_hours IS NULL THEN $2 \
                       WHEN t.retention_hours < 0 THEN $3 \
                       WHEN t.retention_hours > 1000000000 THEN $3 - 3600000000000000 \
                       ELSE $3 - t.retention_hours * 3600000 END \
           FROM queues q LEFT JOIN topics t ON t.topic = q.topic \
-          WHERE q.queue_ref = queue_segments.queue_ref)";
+          WHERE q.queue_ref = queue_segments.queue_ref)"
+);
 
 /// Step 2: the queue rows of the shard's oldest sections beyond the size limit: a section
 /// goes when the bytes of it and every newer section exceed `$2`. Step 3 then deletes the
 /// emptied sections.
-pub(crate) const DELETE_OVERSIZE_ROWS: &str = "\
-    DELETE FROM queue_segments WHERE segment_id IN ( \
+pub(crate) const DELETE_OVERSIZE_ROWS: &str = concat!(
+    "DELETE FROM queue_segments WHERE segment_id IN ( \
         SELECT segment_id FROM ( \
             SELECT segment_id, SUM(section_len) OVER ( \
                        ORDER BY commit_log_start DESC, segment_id DESC \
                        ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS kept \
             FROM segments WHERE shard_id = $1) AS w \
-        WHERE w.kept > $2)";
+        WHERE w.kept > $2) \
+      AND segment_id NOT IN (",
+    pinned_sections!(),
+    ")"
+);
 
 /// Step 3: sections of the shard without queue rows.
 pub(crate) const DELETE_EMPTY_SECTIONS: &str = "\

@@ -87,6 +87,7 @@ pub async fn run_all(store: &dyn MetaStore) {
     retention::retention_is_fenced_like_a_commit(store).await;
     retention::shared_object_is_released_with_its_last_section(store).await;
     retention::unreferenced_objects_keeps_input_order(store).await;
+    retention::sections_with_pending_timers_or_halves_are_kept(store).await;
 }
 
 // ----- helpers shared by the checks -----

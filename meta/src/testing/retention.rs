@@ -1,5 +1,5 @@
 //! Checks for retention passes (age with per-topic overrides, size, fencing, shared objects)
-//! and for orphan-object lookups. Shards 34–38.
+//! and for orphan-object lookups. Shards 34–39.
 
 use stratus_compat::types::{CommitLogOffset, QueueOffset, Topic};
 
@@ -533,5 +533,84 @@ pub(super) async fn unreferenced_objects_keeps_input_order(store: &dyn MetaStore
         store.unreferenced_objects(&many).await.expect("many"),
         many,
         "more keys than one statement's list"
+    );
+}
+
+/// Shard 39: a section holding a pending timer (or half message) outlives its age and the
+/// size limit until the record is delivered; then it goes like any other.
+pub(super) async fn sections_with_pending_timers_or_halves_are_kept(store: &dyn MetaStore) {
+    let a = node("node-a");
+    let e = take(store, 39, &a).await;
+    let base = 39_i64 << 48;
+    let mut s1 = section(
+        39,
+        e,
+        &a,
+        "ret-39-1",
+        0,
+        100,
+        vec![append("rmq_sys_wheel_timer", 0, 0, 1, 1, 1)],
+    );
+    s1.effects = vec![crate::model::SegmentEffect::TimerScheduled {
+        shard: ShardId(39),
+        handle: CommitLogOffset(base + 40),
+        due_ms: 9_000_000_000_000,
+    }];
+    commit(store, &s1).await;
+    let s2 = section(
+        39,
+        e,
+        &a,
+        "ret-39-2",
+        100,
+        200,
+        vec![append("ret-pin", 0, 0, 1, 2, 2)],
+    );
+    commit(store, &s2).await;
+    let timer_q = queue(39, "rmq_sys_wheel_timer", 0);
+    let q = queue(39, "ret-pin", 0);
+    let policy = RetentionPolicy {
+        default_retention_ms: 0,
+        max_shard_bytes: Some(1),
+    };
+    let got = store
+        .apply_retention(ShardId(39), &a, e, 1_000_000, &policy)
+        .await
+        .expect("retention");
+    assert_eq!(
+        got,
+        outcome(1, vec![(q.clone(), 1)], &["ret-39-2"]),
+        "only the section without a pending timer goes"
+    );
+    assert_eq!(segs(store, &timer_q, 0).await, vec![queue_seg(&s1, 0)]);
+    assert_eq!(qrange(store, &timer_q).await, range(&timer_q, 0, 1));
+
+    // Delivered: the timer row goes with the delivering section's commit; now s1 can go.
+    let mut s3 = section(
+        39,
+        e,
+        &a,
+        "ret-39-3",
+        200,
+        300,
+        vec![append("ret-pin", 0, 1, 1, 3, 3)],
+    );
+    s3.effects = vec![crate::model::SegmentEffect::TimerDelivered {
+        shard: ShardId(39),
+        handle: CommitLogOffset(base + 40),
+    }];
+    commit(store, &s3).await;
+    let got = store
+        .apply_retention(ShardId(39), &a, e, 1_000_000, &by_age(0))
+        .await
+        .expect("retention");
+    assert_eq!(
+        got,
+        outcome(
+            2,
+            vec![(q.clone(), 2), (timer_q.clone(), 1)],
+            &["ret-39-1", "ret-39-3"]
+        ),
+        "a delivered timer no longer pins its section"
     );
 }
