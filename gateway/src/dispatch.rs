@@ -104,10 +104,14 @@ async fn route(
         }
         C::PullMessage | C::LitePullMessage => processor::pull::handle(broker, ch, cmd).await,
         C::QueryConsumerOffset => processor::offset::query_consumer_offset(broker, ch, &cmd).await,
-        C::UpdateConsumerOffset => processor::offset::update_consumer_offset(broker, ch, &cmd).await,
+        C::UpdateConsumerOffset => {
+            processor::offset::update_consumer_offset(broker, ch, &cmd).await
+        }
         C::GetMaxOffset => processor::offset::max_offset(broker, ch, &cmd),
         C::GetMinOffset => processor::offset::min_offset(broker, ch, &cmd),
-        C::GetEarliestMsgStoretime => processor::offset::earliest_store_time(broker, ch, &cmd).await,
+        C::GetEarliestMsgStoretime => {
+            processor::offset::earliest_store_time(broker, ch, &cmd).await
+        }
         C::SearchOffsetByTimestamp => processor::offset::search_by_time(broker, ch, &cmd).await,
         C::HeartBeat => processor::client::heartbeat(broker, ch, &cmd).await,
         C::UnregisterClient => processor::client::unregister(broker, ch, &cmd),

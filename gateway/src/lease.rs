@@ -272,8 +272,10 @@ async fn rebalance(broker: &Arc<Broker>) -> anyhow::Result<()> {
                 }
                 let free = match &lease.owner {
                     None => true,
-                    Some(o) => (*o == me && broker.shards.epoch(lease.shard).is_none())
-                        || lease.expires_at_ms <= now,
+                    Some(o) => {
+                        (*o == me && broker.shards.epoch(lease.shard).is_none())
+                            || lease.expires_at_ms <= now
+                    }
                 };
                 if free && broker.shards.epoch(lease.shard).is_none() {
                     match take(broker, lease.shard).await {

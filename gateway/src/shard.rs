@@ -179,7 +179,10 @@ mod tests {
         owned.insert(ShardId(4), Epoch(2));
         assert_eq!(owned.resolve(None, None), Some(ShardId(1)));
         assert_eq!(owned.resolve(None, Some(ShardId(4))), Some(ShardId(4)));
-        assert_eq!(owned.resolve(Some("broker-1"), Some(ShardId(4))), Some(ShardId(1)));
+        assert_eq!(
+            owned.resolve(Some("broker-1"), Some(ShardId(4))),
+            Some(ShardId(1))
+        );
         assert_eq!(owned.resolve(Some("broker-2"), None), None);
         assert_eq!(owned.resolve(None, Some(ShardId(2))), None);
         assert!(owned.require(Some("broker-2"), None).is_err());

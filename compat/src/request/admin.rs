@@ -92,6 +92,64 @@ impl TopicHeader {
     }
 }
 
+/// GET_TOPICS_BY_CLUSTER (224) request header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterHeader {
+    /// Cluster name.
+    pub cluster: String,
+}
+
+impl ClusterHeader {
+    /// Decodes from ext fields.
+    ///
+    /// # Errors
+    /// [`HeaderError`] when `cluster` is missing.
+    pub fn from_command(cmd: &RemotingCommand) -> Result<Self, HeaderError> {
+        Ok(Self {
+            cluster: req_str(cmd, "cluster")?,
+        })
+    }
+
+    /// Writes into ext fields.
+    pub fn write_to(&self, cmd: &mut RemotingCommand) {
+        cmd.put_ext("cluster", &self.cluster);
+    }
+}
+
+/// PUT_KV_CONFIG (100), GET_KV_CONFIG (101), DELETE_KV_CONFIG (102) request header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KvConfigHeader {
+    /// Namespace.
+    pub namespace: String,
+    /// Key.
+    pub key: String,
+    /// Value (PUT only).
+    pub value: Option<String>,
+}
+
+impl KvConfigHeader {
+    /// Decodes from ext fields.
+    ///
+    /// # Errors
+    /// [`HeaderError`] when `namespace` or `key` is missing.
+    pub fn from_command(cmd: &RemotingCommand) -> Result<Self, HeaderError> {
+        Ok(Self {
+            namespace: req_str(cmd, "namespace")?,
+            key: req_str(cmd, "key")?,
+            value: opt_str(cmd, "value"),
+        })
+    }
+
+    /// Writes into ext fields.
+    pub fn write_to(&self, cmd: &mut RemotingCommand) {
+        cmd.put_ext("namespace", &self.namespace);
+        cmd.put_ext("key", &self.key);
+        if let Some(v) = &self.value {
+            cmd.put_ext("value", v);
+        }
+    }
+}
+
 /// VIEW_MESSAGE_BY_ID (33) request header.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ViewMessageRequestHeader {

@@ -18,6 +18,12 @@ pub mod transaction;
 use crate::command::RemotingCommand;
 use crate::error::HeaderError;
 
+/// `bname` of 5.x RPC request headers (`RpcRequestHeader`): the broker (shard) a broker
+/// request is for; absent in 4.x clients' requests.
+pub fn broker_name(cmd: &RemotingCommand) -> Option<String> {
+    opt_str(cmd, "bname").filter(|b| !b.is_empty())
+}
+
 /// A required string field.
 pub(crate) fn req_str(cmd: &RemotingCommand, field: &'static str) -> Result<String, HeaderError> {
     cmd.ext_fields

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use tokio::net::TcpListener;
 use stratus_meta::ShardId;
+use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, info_span, warn};
@@ -50,8 +50,15 @@ pub(crate) async fn run(
                 let id = NEXT_CONN_ID.fetch_add(1, Ordering::Relaxed);
                 let span = info_span!("conn", id, %peer);
                 broker.tracker.spawn(
-                    super::connection::serve(stream, peer, broker.clone(), id, permit, serves.clone())
-                        .instrument(span),
+                    super::connection::serve(
+                        stream,
+                        peer,
+                        broker.clone(),
+                        id,
+                        permit,
+                        serves.clone(),
+                    )
+                    .instrument(span),
                 );
             }
             Err(e) => {

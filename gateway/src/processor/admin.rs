@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use stratus_compat::command::RemotingCommand;
 use stratus_compat::request::admin::{
-    CreateTopicRequestHeader, TopicConfigBody, ViewMessageRequestHeader,
+    CreateTopicRequestHeader, KvConfigHeader, TopicConfigBody, ViewMessageRequestHeader,
 };
 use stratus_compat::types::CommitLogOffset;
 use stratus_compat::{RequestCode, ResponseCode};
@@ -159,19 +159,17 @@ pub(crate) async fn kv(
     code: RequestCode,
     cmd: &RemotingCommand,
 ) -> Result<RemotingCommand> {
-    let field = |k: &'static str| {
-        cmd.ext_fields.get(k).cloned().ok_or(GatewayError::Header(
-            stratus_compat::HeaderError::Missing(k),
-        ))
-    };
-    let namespace = field("namespace")?;
-    let key = field("key")?;
+    let KvConfigHeader {
+        namespace,
+        key,
+        value,
+    } = KvConfigHeader::from_command(cmd)?;
     match code {
         RequestCode::PutKvConfig => {
-            broker
-                .meta
-                .put_kv(&namespace, &key, &field("value")?)
-                .await?;
+            let value = value.ok_or(GatewayError::Header(stratus_compat::HeaderError::Missing(
+                "value",
+            )))?;
+            broker.meta.put_kv(&namespace, &key, &value).await?;
             Ok(success())
         }
         RequestCode::GetKvConfig => match broker.meta.get_kv(&namespace, &key).await? {

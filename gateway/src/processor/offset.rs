@@ -12,10 +12,12 @@ use stratus_compat::request::offset::{
 use stratus_compat::types::{ConsumerGroup, QueueId, QueueOffset, Topic};
 use stratus_meta::{ConsumerOffset, QueueKey};
 
+use stratus_compat::request::broker_name;
+
 use crate::app::Broker;
-use crate::net::Channel;
 use crate::dispatch::{respond, success};
 use crate::error::{GatewayError, Result};
+use crate::net::Channel;
 
 fn queue_key(
     broker: &Broker,
@@ -26,7 +28,7 @@ fn queue_key(
 ) -> Result<QueueKey> {
     let shard = broker
         .shards
-        .require(cmd.ext_fields.get("bname").map(String::as_str), ch.shard)?;
+        .require(broker_name(cmd).as_deref(), ch.shard)?;
     Ok(QueueKey {
         shard,
         topic: Topic::new(topic),
@@ -90,7 +92,11 @@ pub(crate) async fn update_consumer_offset(
 }
 
 /// GET_MAX_OFFSET (30).
-pub(crate) fn max_offset(broker: &Arc<Broker>, ch: &Channel, cmd: &RemotingCommand) -> Result<RemotingCommand> {
+pub(crate) fn max_offset(
+    broker: &Arc<Broker>,
+    ch: &Channel,
+    cmd: &RemotingCommand,
+) -> Result<RemotingCommand> {
     let h = QueueRequestHeader::from_command(cmd)?;
     let queue = queue_key(broker, ch, cmd, &h.topic, h.queue_id)?;
     let mut resp = success();
@@ -99,7 +105,11 @@ pub(crate) fn max_offset(broker: &Arc<Broker>, ch: &Channel, cmd: &RemotingComma
 }
 
 /// GET_MIN_OFFSET (31).
-pub(crate) fn min_offset(broker: &Arc<Broker>, ch: &Channel, cmd: &RemotingCommand) -> Result<RemotingCommand> {
+pub(crate) fn min_offset(
+    broker: &Arc<Broker>,
+    ch: &Channel,
+    cmd: &RemotingCommand,
+) -> Result<RemotingCommand> {
     let h = QueueRequestHeader::from_command(cmd)?;
     let queue = queue_key(broker, ch, cmd, &h.topic, h.queue_id)?;
     let mut resp = success();

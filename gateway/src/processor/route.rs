@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use stratus_compat::ResponseCode;
 use stratus_compat::command::RemotingCommand;
-use stratus_compat::request::admin::TopicHeader;
+use stratus_compat::request::admin::{ClusterHeader, TopicHeader};
 use stratus_compat::request::route::{
     BrokerData, ClusterInfo, GetRouteInfoRequestHeader, QueueData, TopicList, TopicRouteData,
 };
@@ -113,7 +113,7 @@ pub(crate) fn topic_list(
     by_cluster: Option<&RemotingCommand>,
 ) -> Result<RemotingCommand, GatewayError> {
     if let Some(cmd) = by_cluster {
-        let cluster = cmd.ext_fields.get("cluster").cloned().unwrap_or_default();
+        let cluster = ClusterHeader::from_command(cmd)?.cluster;
         if cluster != broker.settings.node.cluster_name {
             let mut resp = success();
             resp.body = json_body(&TopicList::default())?;

@@ -194,7 +194,9 @@ fn append(
     } else {
         header.queue_id
     };
-    let shard = broker.shards.require(header.broker_name.as_deref(), conn_shard)?;
+    let shard = broker
+        .shards
+        .require(header.broker_name.as_deref(), conn_shard)?;
     let max_size = broker.settings.broker.max_message_size.as_usize();
     if body.len() > max_size {
         return Err(GatewayError::MessageIllegal(format!(
