@@ -62,6 +62,7 @@ pub(crate) fn fast_store_config() -> StoreConfig {
         initial_backoff: Duration::from_millis(1),
         max_backoff: Duration::from_millis(2),
         op_timeout: Duration::from_secs(10),
+        ..StoreConfig::default()
     }
 }
 

@@ -6,6 +6,15 @@
 //! ambiguous when an earlier attempt may have landed: the object is read back and compared
 //! with what we meant to write, so an upload is never reported failed when it succeeded,
 //! nor successful when someone else's bytes are there.
+//!
+//! Large objects (more than [`StoreConfig::multipart_threshold`] bytes) are uploaded in parts
+//! (S3 multipart upload). `object_store` 0.14's multipart API takes no [`PutMode`]: its final
+//! CompleteMultipartUpload overwrites. So a multipart `put_create` first HEADs the key and,
+//! when it exists, resolves it exactly like `AlreadyExists` (read back and compare); only a
+//! writer that creates the same key between that HEAD and the completion could be
+//! overwritten. Segment keys are never reused (`paths.rs`: node, random incarnation,
+//! sequence), so no such writer exists: create-only is a second line of defence there, and
+//! the meta commit (fenced by epoch) stays the authority on which segments count.
 
 pub mod faults;
 
@@ -15,9 +24,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use futures::TryStreamExt;
+use futures::stream::FuturesUnordered;
+use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
-use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutPayload};
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutMultipartOptions, PutPayload};
 use tracing::{debug, warn};
 
 use crate::SegmentError;
@@ -33,9 +43,18 @@ pub struct StoreConfig {
     pub initial_backoff: Duration,
     /// Longest pause between retries.
     pub max_backoff: Duration,
-    /// Time limit of one attempt.
+    /// Time limit of one attempt (of one request: a part, a completion).
     pub op_timeout: Duration,
+    /// [`SegmentStore::put_create`] of more bytes than this uploads in parts (multipart).
+    pub multipart_threshold: usize,
+    /// Size of every part but the last; raised to [`MIN_PART_SIZE`] (S3's minimum).
+    pub multipart_part_size: usize,
+    /// Parts of one upload in flight at once (≥ 1).
+    pub multipart_concurrency: usize,
 }
+
+/// S3's smallest part but the last (5 MiB).
+pub const MIN_PART_SIZE: usize = 5 << 20;
 
 impl Default for StoreConfig {
     fn default() -> Self {
@@ -44,6 +63,9 @@ impl Default for StoreConfig {
             initial_backoff: Duration::from_millis(50),
             max_backoff: Duration::from_secs(2),
             op_timeout: Duration::from_secs(30),
+            multipart_threshold: 16 << 20,
+            multipart_part_size: 8 << 20,
+            multipart_concurrency: 4,
         }
     }
 }
@@ -89,12 +111,16 @@ impl SegmentStore {
         &self.inner
     }
 
-    /// Writes `bytes` at `key` unless the key exists (`PutMode::Create`).
+    /// Writes `bytes` at `key` unless the key exists (`PutMode::Create`); in parts above
+    /// [`StoreConfig::multipart_threshold`] (see the module doc for that path's guarantee).
     ///
     /// # Errors
     /// [`SegmentError::ObjectStore`] after the retries are exhausted, or when the key holds
     /// different bytes.
     pub async fn put_create(&self, key: &str, bytes: Bytes) -> Result<(), SegmentError> {
+        if bytes.len() > self.config.multipart_threshold {
+            return self.put_create_multipart(key, bytes).await;
+        }
         let path = Path::from(key);
         let len = bytes.len() as u64;
         let mut attempt = 0u32;
@@ -115,23 +141,7 @@ impl SegmentStore {
                     return Ok(());
                 }
                 Err(object_store::Error::AlreadyExists { .. }) => {
-                    // Ours if an earlier attempt landed; someone else's otherwise.
-                    let stored = self.get(key).await?;
-                    if stored == bytes {
-                        debug!(key, attempt, "create-only put found its own object");
-                        metrics::OBJECT_STORE_BYTES
-                            .with_label_values(&["put"])
-                            .inc_by(len);
-                        return Ok(());
-                    }
-                    return Err(SegmentError::ObjectStore {
-                        op: "put",
-                        key: key.to_owned(),
-                        source: Arc::new(object_store::Error::AlreadyExists {
-                            path: key.to_owned(),
-                            source: "the key holds different bytes".into(),
-                        }),
-                    });
+                    return self.resolve_existing(key, &bytes, attempt).await;
                 }
                 Err(e) if is_retryable(&e) && attempt < self.config.max_attempts.max(1) => {
                     warn!(key, attempt, error = %e, "put failed, retrying");
@@ -142,6 +152,117 @@ impl SegmentStore {
                     backoff = (backoff * 2).min(self.config.max_backoff);
                 }
                 Err(e) => return Err(object_error("put", key, e)),
+            }
+        }
+    }
+
+    /// The key exists: ours if an earlier attempt landed, someone else's otherwise.
+    async fn resolve_existing(
+        &self,
+        key: &str,
+        bytes: &Bytes,
+        attempt: u32,
+    ) -> Result<(), SegmentError> {
+        let stored = self.get(key).await?;
+        if stored == *bytes {
+            debug!(key, attempt, "create-only put found its own object");
+            metrics::OBJECT_STORE_BYTES
+                .with_label_values(&["put"])
+                .inc_by(bytes.len() as u64);
+            return Ok(());
+        }
+        Err(SegmentError::ObjectStore {
+            op: "put",
+            key: key.to_owned(),
+            source: Arc::new(object_store::Error::AlreadyExists {
+                path: key.to_owned(),
+                source: "the key holds different bytes".into(),
+            }),
+        })
+    }
+
+    /// Multipart `put_create`: HEAD (an existing key is resolved as `AlreadyExists`), then
+    /// upload the parts and complete; a failed attempt is aborted and retried whole.
+    async fn put_create_multipart(&self, key: &str, bytes: Bytes) -> Result<(), SegmentError> {
+        let path = Path::from(key);
+        let mut attempt = 0u32;
+        let mut backoff = self.config.initial_backoff;
+        loop {
+            attempt += 1;
+            let r = match self.timed("head", || self.inner.head(&path)).await {
+                Ok(_) => return self.resolve_existing(key, &bytes, attempt).await,
+                Err(object_store::Error::NotFound { .. }) => self.upload_parts(&path, &bytes).await,
+                Err(e) => Err(e),
+            };
+            match r {
+                Ok(()) => {
+                    metrics::OBJECT_STORE_BYTES
+                        .with_label_values(&["put"])
+                        .inc_by(bytes.len() as u64);
+                    return Ok(());
+                }
+                Err(e) if is_retryable(&e) && attempt < self.config.max_attempts.max(1) => {
+                    warn!(key, attempt, error = %e, "multipart put failed, retrying");
+                    metrics::OBJECT_STORE_REQUESTS
+                        .with_label_values(&["put_multipart", "retry"])
+                        .inc();
+                    self.clock.sleep(backoff).await;
+                    backoff = (backoff * 2).min(self.config.max_backoff);
+                }
+                Err(e) => return Err(object_error("put", key, e)),
+            }
+        }
+    }
+
+    /// One multipart upload of `bytes`: parts of [`StoreConfig::multipart_part_size`] (at
+    /// least [`MIN_PART_SIZE`]), a bounded number in flight, then the completion. On any
+    /// failure the upload is aborted (best effort) and the first error returned.
+    async fn upload_parts(&self, path: &Path, bytes: &Bytes) -> object_store::Result<()> {
+        let mut upload = self
+            .timed("put_multipart", || {
+                self.inner
+                    .put_multipart_opts(path, PutMultipartOptions::default())
+            })
+            .await?;
+        let part_size = self.config.multipart_part_size.max(MIN_PART_SIZE);
+        // `put_part` only numbers the part; the returned futures do the work when polled.
+        let mut parts = Vec::new();
+        let mut start = 0;
+        while start < bytes.len() {
+            let end = (start + part_size).min(bytes.len());
+            parts.push(upload.put_part(PutPayload::from(bytes.slice(start..end))));
+            start = end;
+        }
+        let limit = self.config.multipart_concurrency.max(1);
+        let mut waiting = parts.into_iter();
+        let mut running = FuturesUnordered::new();
+        let mut sent = Ok(());
+        loop {
+            while running.len() < limit {
+                let Some(part) = waiting.next() else { break };
+                running.push(self.timed("put_part", move || part));
+            }
+            match running.next().await {
+                Some(Ok(())) => {}
+                Some(Err(e)) => {
+                    sent = Err(e);
+                    break;
+                }
+                None => break,
+            }
+        }
+        drop(running);
+        let r = match sent {
+            Ok(()) => self.timed("complete_multipart", || upload.complete()).await,
+            Err(e) => Err(e),
+        };
+        match r {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                if let Err(abort) = self.timed("abort_multipart", || upload.abort()).await {
+                    debug!(key = path.as_ref(), error = %abort, "abort of a failed multipart upload failed");
+                }
+                Err(e)
             }
         }
     }
@@ -302,3 +423,6 @@ pub fn is_not_found(e: &SegmentError) -> bool {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod multipart_tests;
