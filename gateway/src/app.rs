@@ -56,21 +56,6 @@ pub(crate) struct Broker {
     pub(crate) tracker: TaskTracker,
 }
 
-/// Builds an object store from its URL.
-pub(crate) fn object_store_from_url(url: &str) -> anyhow::Result<Arc<dyn ObjectStore>> {
-    if url == "memory://" {
-        return Ok(Arc::new(object_store::memory::InMemory::new()));
-    }
-    if let Some(path) = url.strip_prefix("file://") {
-        std::fs::create_dir_all(path)
-            .with_context(|| format!("storage.object_store_url: cannot create directory {path}"))?;
-        let fs = object_store::local::LocalFileSystem::new_with_prefix(path)
-            .with_context(|| format!("storage.object_store_url: cannot open {path}"))?;
-        return Ok(Arc::new(fs));
-    }
-    anyhow::bail!("storage.object_store_url: unsupported url {url:?} (use file:// or memory://)")
-}
-
 /// A running node.
 #[derive(Debug)]
 pub struct App {
@@ -121,11 +106,20 @@ impl App {
         let meta = stratus_meta::open(&meta_url)
             .await
             .with_context(|| format!("meta.url: cannot open {meta_url}"))?;
-        let object_store = match injected {
-            Some(s) => s,
-            None => object_store_from_url(&settings.object_store_url())?,
+        let objects = match injected {
+            Some(store) => crate::objects::Objects {
+                store,
+                key_prefix: String::new(),
+            },
+            None => crate::objects::open(&settings.object_store_url(), &settings.storage).await?,
         };
-        let store = SegmentStore::new(object_store, StoreConfig::default());
+        let store = SegmentStore::new(
+            objects.store,
+            StoreConfig {
+                multipart_threshold: settings.storage.multipart_threshold.as_usize(),
+                ..StoreConfig::default()
+            },
+        );
 
         let advertised = settings.advertised_addr();
         let store_host = advertised
@@ -153,6 +147,7 @@ impl App {
                 max_buffered_bytes: settings.storage.max_buffered_bytes.as_usize(),
                 upload_concurrency: settings.storage.upload_concurrency,
                 durable_timeout: settings.storage.durable_timeout,
+                key_prefix: objects.key_prefix,
                 ..Default::default()
             },
             store.clone(),

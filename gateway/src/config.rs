@@ -251,9 +251,26 @@ pub struct BrokerSettings {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct StorageSettings {
-    /// Object store URL: `file:///abs/dir` or `file://relative/dir`, `memory://`. Default:
-    /// `<data_dir>/objects`.
+    /// Object store URL: `file:///abs/dir` or `file://relative/dir`, `memory://`, or
+    /// `s3://bucket/prefix` (the optional prefix starts every object key; `s3_*` settings
+    /// apply). Default: `<data_dir>/objects`.
     pub object_store_url: Option<String>,
+    /// S3 endpoint, e.g. `http://127.0.0.1:9000` (MinIO); unset = AWS for `s3_region`.
+    pub s3_endpoint: Option<String>,
+    /// S3 region, used for request signing and for the AWS endpoint.
+    pub s3_region: String,
+    /// S3 access key id; unset (with the secret) = the AWS environment (`AWS_ACCESS_KEY_ID`,
+    /// `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, web identity, instance metadata).
+    pub s3_access_key_id: Option<String>,
+    /// S3 secret access key, set together with `s3_access_key_id`; print-config hides it.
+    pub s3_secret_access_key: Option<String>,
+    /// Path-style requests (`endpoint/bucket/key`) rather than virtual-hosted ones
+    /// (`bucket.endpoint/key`); unset = true when `s3_endpoint` is set, false for AWS.
+    pub s3_path_style: Option<bool>,
+    /// Allow a plain-HTTP `s3_endpoint` (requests and data travel unencrypted).
+    pub s3_allow_http: bool,
+    /// Segments larger than this are uploaded in parts (multipart; parts of at least 5 MiB).
+    pub multipart_threshold: ByteSize,
     /// Seal the open segment when it reaches this size.
     pub segment_max_bytes: ByteSize,
     /// Group-commit pace: at most one segment sealed per linger; a message after a quiet
@@ -352,6 +369,13 @@ impl Default for StorageSettings {
     fn default() -> Self {
         Self {
             object_store_url: None,
+            s3_endpoint: None,
+            s3_region: "us-east-1".into(),
+            s3_access_key_id: None,
+            s3_secret_access_key: None,
+            s3_path_style: None,
+            s3_allow_http: false,
+            multipart_threshold: ByteSize::mib(16),
             segment_max_bytes: ByteSize::mib(4),
             linger: Duration::from_millis(5),
             max_buffered_bytes: ByteSize::mib(64),
@@ -496,6 +520,30 @@ impl Settings {
         if self.storage.segment_max_bytes.as_u64() < 1024 {
             return bad("storage.segment_max_bytes", "must be at least 1 KiB");
         }
+        match (
+            &self.storage.s3_access_key_id,
+            &self.storage.s3_secret_access_key,
+        ) {
+            (Some(_), None) => {
+                return bad(
+                    "storage.s3_secret_access_key",
+                    "must be set with storage.s3_access_key_id",
+                );
+            }
+            (None, Some(_)) => {
+                return bad(
+                    "storage.s3_access_key_id",
+                    "must be set with storage.s3_secret_access_key",
+                );
+            }
+            _ => {}
+        }
+        if self.storage.multipart_threshold.as_u64() < 5 * 1024 * 1024 {
+            return bad(
+                "storage.multipart_threshold",
+                "must be at least 5 MiB (S3's smallest part)",
+            );
+        }
         if self.limits.max_in_flight_per_connection == 0 || self.limits.writer_queue == 0 {
             return bad(
                 "limits",
@@ -557,6 +605,9 @@ impl Settings {
         effective.meta.url = Some(self.meta_url());
         effective.storage.object_store_url = Some(self.object_store_url());
         effective.listen.advertised_addr = Some(self.advertised_addr());
+        if effective.storage.s3_secret_access_key.is_some() {
+            effective.storage.s3_secret_access_key = Some("<hidden>".into());
+        }
         toml::to_string_pretty(&effective).unwrap_or_else(|e| format!("# cannot render: {e}"))
     }
 }
@@ -631,6 +682,22 @@ mod tests {
         let s: ByteSize = serde_json::from_str("1000").unwrap();
         assert_eq!(s.as_u64(), 1000);
         assert!(serde_json::from_str::<ByteSize>("\"lots\"").is_err());
+    }
+
+    #[test]
+    fn s3_credentials_come_in_pairs_and_print_config_hides_the_secret() {
+        let mut s = Settings::default();
+        s.storage.s3_access_key_id = Some("AKIA".into());
+        let err = s.validate().unwrap_err().to_string();
+        assert!(err.contains("storage.s3_secret_access_key"), "{err}");
+        s.storage.s3_secret_access_key = Some("very-secret".into());
+        s.validate().unwrap();
+        let text = s.to_toml();
+        assert!(!text.contains("very-secret"), "{text}");
+        assert!(text.contains("s3_access_key_id = \"AKIA\""), "{text}");
+        s.storage.multipart_threshold = ByteSize::mib(4);
+        let err = s.validate().unwrap_err().to_string();
+        assert!(err.contains("storage.multipart_threshold"), "{err}");
     }
 
     #[test]

@@ -14,6 +14,7 @@ mod locks;
 mod metrics;
 mod metrics_http;
 mod net;
+mod objects;
 mod processor;
 mod registry;
 mod restore;
