@@ -1,6 +1,10 @@
 //! Harness for end-to-end tests: start a real `stratus` process on free loopback ports,
 //! stop it with SIGTERM or kill -9, and run the real RocketMQ client programs of
 //! `tests/clients/` against it, collecting their JSON-lines output.
+//!
+//! With `STRATUS_TEST_S3=endpoint,bucket,access_key,secret_key` every node keeps its
+//! segments in that S3 bucket (under a prefix of its own, see [`S3Env::node_prefix`])
+//! instead of its data directory, unless the test chose an object store itself.
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -162,6 +166,7 @@ impl Node {
             .append(true)
             .open(&self.log)?;
         let child = Command::new(stratus_bin())
+            .envs(s3_node_env(&self.data_dir)?)
             .arg("serve")
             .arg("--data-dir")
             .arg(&self.data_dir)
@@ -471,4 +476,253 @@ pub fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// The S3-compatible server the suites run on when `STRATUS_TEST_S3` is set
+/// (`endpoint,bucket,access_key,secret_key`, e.g.
+/// `http://127.0.0.1:9000,stratus,stratus,stratus-secret`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct S3Env {
+    /// Endpoint URL.
+    pub endpoint: String,
+    /// Bucket (must exist).
+    pub bucket: String,
+    /// Access key id.
+    pub access_key: String,
+    /// Secret access key.
+    pub secret_key: String,
+}
+
+/// An object as listed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct S3Object {
+    /// Key.
+    pub key: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// ETag, quotes included (a multipart upload's ends in `-<parts>`).
+    pub etag: String,
+}
+
+/// `STRATUS_TEST_S3`, parsed; `None` when unset or empty.
+///
+/// # Errors
+/// A value that is not four comma-separated fields.
+pub fn s3_env() -> anyhow::Result<Option<S3Env>> {
+    let Ok(v) = std::env::var("STRATUS_TEST_S3") else {
+        return Ok(None);
+    };
+    if v.trim().is_empty() {
+        return Ok(None);
+    }
+    let parts: Vec<&str> = v.split(',').map(str::trim).collect();
+    let [endpoint, bucket, access_key, secret_key] = parts.as_slice() else {
+        bail!("STRATUS_TEST_S3 must be endpoint,bucket,access_key,secret_key");
+    };
+    if [endpoint, bucket, access_key, secret_key]
+        .iter()
+        .any(|p| p.is_empty())
+    {
+        bail!("STRATUS_TEST_S3 has an empty field: endpoint,bucket,access_key,secret_key");
+    }
+    Ok(Some(S3Env {
+        endpoint: endpoint.trim_end_matches('/').to_owned(),
+        bucket: (*bucket).to_owned(),
+        access_key: (*access_key).to_owned(),
+        secret_key: (*secret_key).to_owned(),
+    }))
+}
+
+/// True when CI demands the S3 server (`STRATUS_REQUIRE_S3=1`).
+pub fn s3_required() -> bool {
+    std::env::var("STRATUS_REQUIRE_S3").is_ok_and(|v| v == "1")
+}
+
+/// The settings (as `STRATUS_STORAGE__*` variables) that put a node whose data directory is
+/// `data_dir` on the `STRATUS_TEST_S3` server; empty without it. A test's own
+/// `--object-store-url` flag still wins (flags are the last settings layer).
+fn s3_node_env(data_dir: &Path) -> anyhow::Result<Vec<(String, String)>> {
+    Ok(match s3_env()? {
+        Some(s3) => s3.node_env(data_dir),
+        None => Vec::new(),
+    })
+}
+
+impl S3Env {
+    /// The key prefix of the node with data directory `data_dir`: stable across restarts
+    /// of that node, different for every directory.
+    pub fn node_prefix(&self, data_dir: &Path) -> String {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        data_dir.hash(&mut h);
+        format!("stratus-tests/{:016x}", h.finish())
+    }
+
+    /// `s3://bucket/<node prefix>`.
+    pub fn object_store_url(&self, data_dir: &Path) -> String {
+        format!("s3://{}/{}", self.bucket, self.node_prefix(data_dir))
+    }
+
+    /// Every `STRATUS_STORAGE__*` variable a node on this server needs.
+    pub fn node_env(&self, data_dir: &Path) -> Vec<(String, String)> {
+        self.settings_env(&self.object_store_url(data_dir))
+    }
+
+    /// The variables for an explicit object store URL (credentials and endpoint included).
+    pub fn settings_env(&self, object_store_url: &str) -> Vec<(String, String)> {
+        let mut env = vec![
+            (
+                "STRATUS_STORAGE__OBJECT_STORE_URL",
+                object_store_url.to_owned(),
+            ),
+            ("STRATUS_STORAGE__S3_ENDPOINT", self.endpoint.clone()),
+            ("STRATUS_STORAGE__S3_ACCESS_KEY_ID", self.access_key.clone()),
+            (
+                "STRATUS_STORAGE__S3_SECRET_ACCESS_KEY",
+                self.secret_key.clone(),
+            ),
+        ];
+        if self.endpoint.starts_with("http://") {
+            env.push(("STRATUS_STORAGE__S3_ALLOW_HTTP", "true".to_owned()));
+        }
+        env.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+    }
+
+    /// Every object under `prefix` (S3 ListObjectsV2, all pages).
+    ///
+    /// # Errors
+    /// curl failing or a non-200 answer.
+    pub fn list(&self, prefix: &str) -> anyhow::Result<Vec<S3Object>> {
+        let mut out = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            // Parameters sorted and fully encoded, as SigV4 signs them.
+            let mut query = String::new();
+            if let Some(t) = &token {
+                query.push_str(&format!("continuation-token={}&", url_encode(t, false)));
+            }
+            query.push_str(&format!("list-type=2&prefix={}", url_encode(prefix, false)));
+            let (status, body) = self.request("GET", &format!("?{query}"), None)?;
+            let text = String::from_utf8_lossy(&body).into_owned();
+            if status != 200 {
+                bail!("list {prefix}: HTTP {status}: {text}");
+            }
+            for item in text.split("<Contents>").skip(1) {
+                let key = xml_field(item, "Key").context("Contents without Key")?;
+                let size = xml_field(item, "Size")
+                    .context("Contents without Size")?
+                    .parse()?;
+                let etag = xml_unescape(&xml_field(item, "ETag").unwrap_or_default());
+                out.push(S3Object {
+                    key: xml_unescape(&key),
+                    size,
+                    etag,
+                });
+            }
+            token = xml_field(&text, "NextContinuationToken");
+            if xml_field(&text, "IsTruncated").as_deref() != Some("true") || token.is_none() {
+                return Ok(out);
+            }
+        }
+    }
+
+    /// A whole object.
+    ///
+    /// # Errors
+    /// curl failing or a non-200 answer.
+    pub fn get(&self, key: &str) -> anyhow::Result<Vec<u8>> {
+        let (status, body) = self.request("GET", &format!("/{}", url_encode(key, true)), None)?;
+        if status != 200 {
+            bail!(
+                "get {key}: HTTP {status}: {}",
+                String::from_utf8_lossy(&body)
+            );
+        }
+        Ok(body)
+    }
+
+    /// Writes (overwrites) an object.
+    ///
+    /// # Errors
+    /// curl failing or a non-200 answer.
+    pub fn put(&self, key: &str, bytes: &[u8]) -> anyhow::Result<()> {
+        let (status, body) =
+            self.request("PUT", &format!("/{}", url_encode(key, true)), Some(bytes))?;
+        if status != 200 {
+            bail!(
+                "put {key}: HTTP {status}: {}",
+                String::from_utf8_lossy(&body)
+            );
+        }
+        Ok(())
+    }
+
+    /// One SigV4-signed path-style request through curl: (status, body).
+    fn request(
+        &self,
+        method: &str,
+        rest: &str,
+        body: Option<&[u8]>,
+    ) -> anyhow::Result<(u16, Vec<u8>)> {
+        let scratch = tempfile::tempdir()?;
+        let out = scratch.path().join("out");
+        let mut cmd = Command::new("curl");
+        cmd.args(["-sS", "--aws-sigv4", "aws:amz:us-east-1:s3", "--user"])
+            .arg(format!("{}:{}", self.access_key, self.secret_key))
+            .args(["-X", method, "-o"])
+            .arg(&out)
+            .args(["-w", "%{http_code}"]);
+        if let Some(b) = body {
+            let input = scratch.path().join("in");
+            std::fs::write(&input, b)?;
+            // `-T` (not `--data-binary`): curl's SigV4 then signs the payload MinIO checks.
+            cmd.arg("-T").arg(&input);
+        }
+        // `rest` is `/key` or `?query`.
+        let url = format!("{}/{}{rest}", self.endpoint, self.bucket);
+        let output = cmd.arg(&url).output().context("run curl")?;
+        if !output.status.success() {
+            bail!(
+                "curl {method} {url}: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        let status = String::from_utf8_lossy(&output.stdout).trim().parse()?;
+        let body = std::fs::read(&out).unwrap_or_default();
+        Ok((status, body))
+    }
+}
+
+/// Percent-encodes all but unreserved characters (and `/` when `keep_slash`, for paths).
+fn url_encode(s: &str, keep_slash: bool) -> String {
+    let mut out = String::new();
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric()
+            || matches!(b, b'-' | b'_' | b'.' | b'~')
+            || (keep_slash && b == b'/')
+        {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+fn xml_field(text: &str, tag: &str) -> Option<String> {
+    let open = format!("<{tag}>");
+    let close = format!("</{tag}>");
+    let start = text.find(&open)? + open.len();
+    let end = start + text.get(start..)?.find(&close)?;
+    text.get(start..end).map(str::to_owned)
+}
+
+fn xml_unescape(s: &str) -> String {
+    s.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#34;", "\"")
+        .replace("&#39;", "'")
+        .replace("&apos;", "'")
+        .replace("&amp;", "&")
 }
