@@ -3,6 +3,7 @@
 # end-to-end suites, and the real RocketMQ clients (installed first from their registries).
 # Usage: ./test.sh            (everything; installs the clients on first run)
 #        STRATUS_SKIP_CLIENTS=1 ./test.sh   (no client installs; client tests are skipped)
+#        STRATUS_SKIP_S3=1 ./test.sh        (no MinIO build or second run on S3)
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -44,6 +45,24 @@ step "meta conformance suite on PostgreSQL"
   cargo test -p stratus-meta --all-features --locked --test postgres 2>&1 | tee -a "$results"
 )
 
-# One closing line over every test binary.
+# S3 object store: the end-to-end suites once more with every node on MinIO
+# (tests/servers/minio.sh builds the pinned release once and caches it). Self-contained block.
+if [ "${STRATUS_SKIP_S3:-0}" != "1" ]; then
+  step "end-to-end suites again, every node on MinIO (S3)"
+  (
+    s3dir=$(mktemp -d)
+    trap 'bash tests/servers/minio.sh stop "$s3dir" >/dev/null 2>&1 || true; rm -rf "$s3dir"' EXIT
+    bash tests/servers/minio.sh install >/dev/null
+    s3env=$(bash tests/servers/minio.sh start "$s3dir")
+    export "${s3env?}" STRATUS_REQUIRE_S3=1
+    s3_start=$(date +%s)
+    cargo test -p stratus-tests --all-features --locked \
+      --test protocol --test transactions --test delay_retry --test s3 --test clients \
+      -- --test-threads="${STRATUS_TEST_THREADS:-2}" 2>&1 | tee -a "$results"
+    echo "S3 run: $(($(date +%s) - s3_start)) s"
+  )
+fi
+
+# One closing line over every test binary (both runs of the end-to-end suites).
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
      END { printf "\ntests: %d passed, %d failed\n", p, f }' "$results"
