@@ -15,7 +15,8 @@
 //!
 //! `STRATUS_TEST_S3=endpoint,bucket,access_key,secret_key` names the server (required);
 //! `STRATUS_BENCH_RATE` (messages/s, default 4000), `STRATUS_BENCH_SECS` (per run, default
-//! 10) and `STRATUS_BENCH_SIZE` (body bytes, default 1024) shape the load. Objects go under
+//! 10), `STRATUS_BENCH_SIZE` (body bytes, default 1024) and `STRATUS_BENCH_QUEUES` (queue
+//! counts of the write runs, default `1,100,10000`) shape the load. Objects go under
 //! `stratus-bench/<random>/` and are deleted at the end.
 
 // A measuring tool: wall-clock pacing and timing, figures printed to stdout.
@@ -58,6 +59,17 @@ fn env_u64(name: &str, default: u64) -> Result<u64, BoxError> {
     }
 }
 
+/// `STRATUS_BENCH_QUEUES`: the queue counts of the write runs, in order (default 1,100,10000).
+fn queue_counts() -> Result<Vec<u64>, BoxError> {
+    let spec = std::env::var("STRATUS_BENCH_QUEUES").unwrap_or_else(|_| "1,100,10000".into());
+    spec.split(',')
+        .map(|q| match q.trim().parse::<u64>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(format!("STRATUS_BENCH_QUEUES: {q:?} is not a positive count").into()),
+        })
+        .collect()
+}
+
 fn s3_store() -> Result<(Arc<dyn ObjectStore>, String), BoxError> {
     let spec = std::env::var("STRATUS_TEST_S3")
         .map_err(|_| "set STRATUS_TEST_S3=endpoint,bucket,access_key,secret_key")?;
@@ -93,7 +105,9 @@ fn gets() -> u64 {
 }
 
 fn put_bytes() -> u64 {
-    metrics::OBJECT_STORE_BYTES.with_label_values(&["put"]).get()
+    metrics::OBJECT_STORE_BYTES
+        .with_label_values(&["put"])
+        .get()
 }
 
 fn mb(bytes: u64, d: Duration) -> f64 {
@@ -215,7 +229,12 @@ async fn write_run(
     let stop_tail = CancellationToken::new();
     let tail_read = Arc::new(AtomicU64::new(0));
     let tail_task = tail.then(|| {
-        let reader = Reader::new(st.store.clone(), st.meta.clone(), cache.clone(), heads.clone());
+        let reader = Reader::new(
+            st.store.clone(),
+            st.meta.clone(),
+            cache.clone(),
+            heads.clone(),
+        );
         let keys = queue_keys(queues);
         let mut next = start_offsets.clone();
         let stop = stop_tail.clone();
@@ -342,9 +361,11 @@ async fn main() -> Result<(), BoxError> {
     println!("raw PUT ceiling (8 concurrent 8 MiB PUTs): {ceiling:.1} MB/s");
 
     let meta_dir = tempfile::tempdir()?;
-    let meta =
-        stratus_meta::open(&format!("embedded://{}", meta_dir.path().join("meta.db").display()))
-            .await?;
+    let meta = stratus_meta::open(&format!(
+        "embedded://{}",
+        meta_dir.path().join("meta.db").display()
+    ))
+    .await?;
     meta.ensure_shards(1).await?;
     let st = Storage {
         store: SegmentStore::new(raw.clone(), StoreConfig::default()),
@@ -355,9 +376,15 @@ async fn main() -> Result<(), BoxError> {
     );
     println!("|---|---|---|---|---|---|---|");
     let mut runs = Vec::new();
-    for queues in [1u64, 100, 10_000] {
-        let r = write_run(&st, &format!("{prefix}/w{queues}"), queues, &load, queues <= 100)
-            .await?;
+    for queues in queue_counts()? {
+        let r = write_run(
+            &st,
+            &format!("{prefix}/w{queues}"),
+            queues,
+            &load,
+            queues <= 100,
+        )
+        .await?;
         let tail = match r.tail_gets {
             Some(g) => format!("{} msgs read, {g} GETs", r.tail_read),
             None => "-".into(),
