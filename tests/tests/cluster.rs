@@ -19,10 +19,10 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use stratus_compat::{RequestCode, ResponseCode};
 use stratus_compat::client::RemotingClient;
 use stratus_compat::command::RemotingCommand;
 use stratus_compat::request::route::ClusterInfo;
+use stratus_compat::{RequestCode, ResponseCode};
 use stratus_tests::{
     ClientRun, Node, args, client_installed, clients_required, free_port, free_port_range,
 };
@@ -67,7 +67,11 @@ fn max_offset_code(addr: SocketAddr, topic: &str, bname: &str) -> i32 {
         for (k, v) in [("topic", topic), ("queueId", "0"), ("bname", bname)] {
             req.ext_fields.insert(k.to_owned(), v.to_owned());
         }
-        client.invoke(req, Duration::from_secs(3)).await.unwrap().code
+        client
+            .invoke(req, Duration::from_secs(3))
+            .await
+            .unwrap()
+            .code
     })
 }
 
@@ -363,7 +367,11 @@ fn three_nodes_survive_a_kill_and_take_in_a_fourth_with_java_clients() {
         code == 0 || (code == 1 && failed > 0),
         "producer exit code {code} with {failed} failed sends"
     );
-    assert_eq!(acked.len() + failed, COUNT as usize, "every send accounted for");
+    assert_eq!(
+        acked.len() + failed,
+        COUNT as usize,
+        "every send accounted for"
+    );
     assert!(
         acked.len() > (COUNT as usize) * 9 / 10,
         "most sends acknowledged: {} of {COUNT} ({failed} failed)",
@@ -374,7 +382,11 @@ fn three_nodes_survive_a_kill_and_take_in_a_fourth_with_java_clients() {
     let mut received: HashMap<&str, usize> = HashMap::new();
     for r in &recv {
         let seq: u64 = str_of(r, "seq").parse().unwrap();
-        assert_eq!(num_of(r, "bodyLen"), BODY as i64, "body length of seq {seq}");
+        assert_eq!(
+            num_of(r, "bodyLen"),
+            BODY as i64,
+            "body length of seq {seq}"
+        );
         assert_eq!(
             num_of(r, "bodyCrc32"),
             i64::from(expected_crc(seq)),
@@ -489,9 +501,13 @@ fn a_node_that_lost_its_lease_fails_its_waiting_sends_instead_of_acknowledging()
     // Node a holds the only shard and seals segments only every 3 s.
     let a = start(&dir.join("a"), ns_a, base_a, envs("node-a", "3s"));
     let bases = BTreeMap::from([("a", base_a), ("b", base_b)]);
-    wait_routes(ns_a, &bases, Duration::from_secs(30), "a owns the shard", |o| {
-        o.get("broker-0") == Some(&"a")
-    });
+    wait_routes(
+        ns_a,
+        &bases,
+        Duration::from_secs(30),
+        "a owns the shard",
+        |o| o.get("broker-0") == Some(&"a"),
+    );
     let b = start(&dir.join("b"), ns_b, base_b, envs("node-b", "5ms"));
 
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -504,9 +520,13 @@ fn a_node_that_lost_its_lease_fails_its_waiting_sends_instead_of_acknowledging()
     std::thread::sleep(Duration::from_millis(300));
     a.pause().unwrap();
     // a's lease expires; b takes the shard with a higher epoch.
-    wait_routes(ns_b, &bases, Duration::from_secs(30), "b took the shard", |o| {
-        o.get("broker-0") == Some(&"b")
-    });
+    wait_routes(
+        ns_b,
+        &bases,
+        Duration::from_secs(30),
+        "b took the shard",
+        |o| o.get("broker-0") == Some(&"b"),
+    );
     a.resume().unwrap();
     let answer = rt.block_on(pending).unwrap();
     assert_eq!(
@@ -569,10 +589,17 @@ fn raising_the_shard_count_adds_brokers_to_every_route() {
         .unwrap();
 
     let mut node = start("2");
-    wait_routes(ns, &bases, Duration::from_secs(30), "two shards", |o| o.len() == 2);
+    wait_routes(ns, &bases, Duration::from_secs(30), "two shards", |o| {
+        o.len() == 2
+    });
     let shard0: SocketAddr = format!("127.0.0.1:{base}").parse().unwrap();
     let sent = rt.block_on(send_one(shard0, "GrowT", "before"));
-    assert_eq!(sent.code, ResponseCode::Success.to_i32(), "{:?}", sent.remark);
+    assert_eq!(
+        sent.code,
+        ResponseCode::Success.to_i32(),
+        "{:?}",
+        sent.remark
+    );
     assert!(node.terminate().unwrap());
 
     let _node = start("3");

@@ -123,7 +123,10 @@ fn dockerfile_runs_the_binary_with_a_valid_command_and_exposes_every_port() {
         text.contains("COPY deploy/stratus.example.toml /etc/stratus/stratus.toml"),
         "the image carries the example config where CMD reads it"
     );
-    assert!(text.contains("--bin stratus"), "the image builds the stratus binary");
+    assert!(
+        text.contains("--bin stratus"),
+        "the image builds the stratus binary"
+    );
     let out = print_config(
         &as_print_config(&cmd, &example_config()),
         &BTreeMap::from([("STRATUS_NODE__SHARDS".to_owned(), "6".to_owned())]),
@@ -164,7 +167,10 @@ fn compose_runs_three_nodes_on_minio_and_postgres_with_valid_settings() {
         svc.apply_merge().unwrap();
         let env = string_map(&svc["environment"]);
         let image = svc["image"].as_str().unwrap();
-        assert!(image.starts_with("stratus"), "{name} runs the stratus image");
+        assert!(
+            image.starts_with("stratus"),
+            "{name} runs the stratus image"
+        );
         // The image's CMD with this service's environment.
         let out = print_config(
             &[
@@ -180,8 +186,14 @@ fn compose_runs_three_nodes_on_minio_and_postgres_with_valid_settings() {
             name,
         );
         let cfg = toml_lite::Doc::parse(&out);
-        assert!(ids.insert(toml_value(&cfg, "node.id").to_owned()), "{name}: node ids differ");
-        assert!(toml_value(&cfg, "meta.url").starts_with("postgres://"), "{name} on PostgreSQL");
+        assert!(
+            ids.insert(toml_value(&cfg, "node.id").to_owned()),
+            "{name}: node ids differ"
+        );
+        assert!(
+            toml_value(&cfg, "meta.url").starts_with("postgres://"),
+            "{name} on PostgreSQL"
+        );
         assert!(
             toml_value(&cfg, "storage.object_store_url").starts_with("s3://"),
             "{name} on S3"
@@ -212,7 +224,9 @@ fn kubernetes_runs_a_stateless_deployment_with_valid_settings() {
         .collect();
     let kind_of = |k: &str| docs.iter().find(|d| d["kind"].as_str() == Some(k));
     assert!(
-        !docs.iter().any(|d| d["kind"].as_str() == Some("StatefulSet")),
+        !docs
+            .iter()
+            .any(|d| d["kind"].as_str() == Some("StatefulSet")),
         "nodes are stateless: no StatefulSet"
     );
     let deployment = kind_of("Deployment").expect("a Deployment");
@@ -253,7 +267,10 @@ fn kubernetes_runs_a_stateless_deployment_with_valid_settings() {
             }
         } else {
             let key = e["valueFrom"]["secretKeyRef"]["key"].as_str().unwrap();
-            secret.get(key).cloned().unwrap_or_else(|| panic!("secret key {key}"))
+            secret
+                .get(key)
+                .cloned()
+                .unwrap_or_else(|| panic!("secret key {key}"))
         };
         env.insert(name, value);
     }

@@ -7,6 +7,7 @@ use stratus_compat::types::{CommitLogOffset, ProducerGroup, QueueId, QueueOffset
 use stratus_meta::{HalfMessage, NodeId, SegmentEffect, ShardId};
 
 use super::*;
+use crate::clock::SystemClock;
 use crate::testkit::{Harness, key, manual_config, msg};
 
 #[tokio::test]
@@ -239,7 +240,7 @@ async fn sealing_is_paced_immediate_after_quiet_then_once_per_linger() {
     // Within the linger that seal started, appends wait and share one object.
     let b = h.writer.append(ShardId(0), vec![msg("T", 0, "b")]).unwrap();
     let c = h.writer.append(ShardId(0), vec![msg("T", 1, "c")]).unwrap();
-    crate::clock::Clock::sleep(&crate::clock::SystemClock, Duration::from_millis(300)).await;
+    SystemClock.sleep(Duration::from_millis(300)).await;
     assert!(
         b.outcome.borrow().is_none(),
         "b must wait for the linger (or a flush)"
