@@ -460,9 +460,14 @@ pub fn run_client(
     ClientRun::spawn(client, args, scratch)?.wait(timeout)
 }
 
-/// The object store a multi-node test shares: a local directory under `dir`.
+/// The object store every node of a multi-node test shares: one prefix of the
+/// `STRATUS_TEST_S3` bucket when set (the harness gives each node the endpoint and
+/// credentials), else a local directory under `dir`.
 pub fn cluster_object_store_url(dir: &Path) -> String {
-    format!("file://{}", dir.join("objects").display())
+    match s3_env() {
+        Ok(Some(s3)) => s3.object_store_url(&dir.join("cluster")),
+        _ => format!("file://{}", dir.join("objects").display()),
+    }
 }
 
 /// Converts `&str` arguments.
