@@ -271,6 +271,9 @@ pub struct StorageSettings {
     pub s3_allow_http: bool,
     /// Segments larger than this are uploaded in parts (multipart; parts of at least 5 MiB).
     pub multipart_threshold: ByteSize,
+    /// `file://` stores: fsync each segment file and its directory before the meta commit,
+    /// so an acknowledged message survives a power loss, not only a crash of the process.
+    pub file_fsync: bool,
     /// Seal the open segment when it reaches this size.
     pub segment_max_bytes: ByteSize,
     /// Group-commit pace: at most one segment sealed per linger; a message after a quiet
@@ -375,6 +378,7 @@ impl Default for StorageSettings {
             s3_secret_access_key: None,
             s3_path_style: None,
             s3_allow_http: false,
+            file_fsync: true,
             multipart_threshold: ByteSize::mib(16),
             segment_max_bytes: ByteSize::mib(4),
             linger: Duration::from_millis(5),

@@ -104,7 +104,8 @@ pub(crate) async fn open(url: &str, storage: &StorageSettings) -> anyhow::Result
                 format!("storage.object_store_url: cannot create directory {path}")
             })?;
             let fs = object_store::local::LocalFileSystem::new_with_prefix(&path)
-                .with_context(|| format!("storage.object_store_url: cannot open {path}"))?;
+                .with_context(|| format!("storage.object_store_url: cannot open {path}"))?
+                .with_fsync(storage.file_fsync);
             Ok(Objects {
                 store: Arc::new(fs),
                 key_prefix: String::new(),
