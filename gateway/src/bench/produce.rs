@@ -238,7 +238,11 @@ async fn connection(
                 break;
             };
             if per_conn_rate > 0.0 {
-                let due = start + Duration::from_secs_f64(out.sent as f64 / per_conn_rate);
+                // Connection i runs i/N of a request interval behind connection 0, so the
+                // connections together send evenly spaced requests, not aligned bursts.
+                let phase = index as f64 / conns as f64 * n as f64;
+                let due =
+                    start + Duration::from_secs_f64((out.sent as f64 + phase) / per_conn_rate);
                 time::sleep_until(due).await;
             }
             let queue_id = i32::try_from(next_queue % queues).unwrap_or(0);

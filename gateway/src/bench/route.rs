@@ -153,27 +153,34 @@ pub(crate) async fn lookup(namesrv: &str, topic: &str) -> anyhow::Result<Option<
     Ok(Some(Route { brokers }))
 }
 
-/// Master addresses of every broker the name server knows (GET_BROKER_CLUSTER_INFO).
+/// Master addresses of every broker the name server knows (GET_BROKER_CLUSTER_INFO),
+/// waiting up to 30 s for a broker that has just started to register.
 pub(crate) async fn cluster_masters(namesrv: &str) -> anyhow::Result<Vec<String>> {
     let client = RemotingClient::connect(namesrv)
         .await
         .with_context(|| format!("connect name server {namesrv}"))?;
-    let cmd = RemotingCommand::request(RequestCode::GetBrokerClusterInfo.to_i32(), 0);
-    let resp = call(&client, cmd, "cluster info").await?;
-    if resp.code != ResponseCode::Success.to_i32() {
-        bail!("cluster info: {} {:?}", resp.code, resp.remark);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let cmd = RemotingCommand::request(RequestCode::GetBrokerClusterInfo.to_i32(), 0);
+        let resp = call(&client, cmd, "cluster info").await?;
+        if resp.code != ResponseCode::Success.to_i32() {
+            bail!("cluster info: {} {:?}", resp.code, resp.remark);
+        }
+        let info: ClusterInfo =
+            serde_json::from_slice(&quote_bare_keys(&resp.body)).context("cluster info body")?;
+        let addrs: Vec<String> = info
+            .broker_addr_table
+            .values()
+            .filter_map(|b| b.broker_addrs.get("0").cloned())
+            .collect();
+        if !addrs.is_empty() {
+            return Ok(addrs);
+        }
+        if Instant::now() > deadline {
+            bail!("the name server knows no broker after 30 s");
+        }
+        time::sleep(Duration::from_millis(500)).await;
     }
-    let info: ClusterInfo =
-        serde_json::from_slice(&quote_bare_keys(&resp.body)).context("cluster info body")?;
-    let addrs: Vec<String> = info
-        .broker_addr_table
-        .values()
-        .filter_map(|b| b.broker_addrs.get("0").cloned())
-        .collect();
-    if addrs.is_empty() {
-        bail!("the name server knows no broker");
-    }
-    Ok(addrs)
 }
 
 /// Creates (or updates) the topic with `queues` read and write queues on every master
