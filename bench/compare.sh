@@ -93,6 +93,12 @@ bench() {
   mkdir -p "$RES/$system"
   printf '%s\t%s\tstratus bench %s --namesrv %s --json\n' "$system" "$workload" "$*" "$ns" >>"$RES/commands.tsv"
   local rc=0
+  if [ "$system" = rocketmq ] && [ "$(bash "$ROOT/tests/clients/reference-broker.sh" status "$REF" | grep -c running)" != 2 ]; then
+    # Something outside this script stopped the reference broker (it happens on a shared
+    # machine); restart it rather than report a column of failures.
+    echo "  (reference broker not running before $workload: restarting it)" >&2
+    bash "$ROOT/tests/clients/reference-broker.sh" start "$REF" >/dev/null
+  fi
   "$STRATUS" bench "$@" --namesrv "$ns" --json >"$out" 2>"$err" || rc=$?
   if [ ! -s "$out" ]; then
     echo "  $workload: no report (exit $rc); last lines of $err:" >&2
@@ -124,6 +130,10 @@ workloads() {
   # Other work on the machine skews figures; keep the load average next to them.
   echo "before=$(cut -d' ' -f1-3 /proc/loadavg)" >"$RES/$s/load.txt"
   local t0=$SECONDS
+  # Warm-up, not reported: the JVM compiles its hot paths during the first seconds of load,
+  # and both systems get the same treatment.
+  bench "$s" "$ns" warmup produce --topic "${t}_warmup" --size 1024 --connections 16 --duration 5s "${common[@]}"
+  bench "$s" "$ns" warmup-consume consume --topic "${t}_warmup" "${common[@]}"
   bench "$s" "$ns" produce-1k-8 produce --topic "${t}_1k8" --size 1024 --connections 8 --duration "$DURATION" "${common[@]}"
   bench "$s" "$ns" produce-1k-64 produce --topic "${t}_1k64" --size 1024 --connections 64 --duration "$DURATION" "${common[@]}"
   bench "$s" "$ns" produce-16k-8 produce --topic "${t}_16k8" --size 16384 --connections 8 --duration "$DURATION" "${common[@]}"

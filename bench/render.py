@@ -131,6 +131,8 @@ def render(res):
     if loads:
         out.append("* Load average (1, 5, 15 min) around each system's run: " + "; ".join(loads)
                    + ". Anything above ~1 means other processes shared the two cores.")
+    out.append("* Before its workloads each system got a 5 s warm-up (16 connections sending, "
+               "then a drain), not reported.")
     out.append("* Ratios are Stratus / RocketMQ: above 1 means Stratus has more throughput or "
                "more latency.")
     out.append("")
@@ -197,7 +199,7 @@ def render(res):
                 sp = os.path.join(res, k, "server.txt")
                 if os.path.exists(sp):
                     cmd = open(sp).read().strip()
-                    cmd = re.sub(r"^\S*/release/stratus", "target/release/stratus", cmd)
+                    cmd = re.sub(r"^\S+ serve", "target/release/stratus serve", cmd)
                     cmd = re.sub(r"--data-dir \S*/", "--data-dir $BENCH_WORK/", cmd)
                     out.append(cmd)
         out.append("```")
@@ -219,11 +221,15 @@ def render(res):
             if len(parts) != 3:
                 continue
             system, wid, cmd = parts
+            if wid.startswith("warmup"):
+                continue
             if wid in seen and wid != "e2e-half":
                 continue
             seen.add(wid)
             if wid == "e2e-half":
                 out.append(f"# {system}: half of its produce-1k-8 rate")
+            if wid == "e2e-common":
+                out.append("# every system")
             out.append(cmd)
         out.append("```")
         out.append("")
