@@ -114,8 +114,9 @@ def render(res):
                f"{machine.get('java_heap', '?')}, `flushDiskType=ASYNC_FLUSH`: a send is "
                "acknowledged once in the page cache).")
     out.append(f"* Stratus {machine.get('stratus', '?')}, {machine.get('rustc', '?')}, release "
-               "build, default settings (`linger = 5ms`, `segment_max_bytes = 4MiB`): a send is "
-               "acknowledged once its segment object is written and committed in SQLite.")
+               "build, default settings (`linger = 5ms`, `segment_max_bytes = 4MiB`, "
+               "`file_fsync = true`): a send is acknowledged once its segment object is written "
+               "and fsynced and its commit in SQLite is fsynced.")
     if not any(k == "s3" for k, _ in present):
         out.append("* Stratus on S3: not run (`STRATUS_BENCH_S3_URL` unset).")
     out.append(f"* Produce workloads ran {machine.get('duration', '?')} each; the backlog was "
