@@ -143,7 +143,7 @@ impl App {
         let writer = Writer::start(
             WriterConfig {
                 max_segment_bytes: settings.storage.segment_max_bytes.as_usize(),
-                linger: settings.storage.linger,
+                linger: settings.linger(),
                 max_buffered_bytes: settings.storage.max_buffered_bytes.as_usize(),
                 upload_concurrency: settings.storage.upload_concurrency,
                 durable_timeout: settings.storage.durable_timeout,

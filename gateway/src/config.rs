@@ -277,9 +277,11 @@ pub struct StorageSettings {
     /// Seal the open segment when it reaches this size.
     pub segment_max_bytes: ByteSize,
     /// Group-commit pace: at most one segment sealed per linger; a message after a quiet
-    /// linger is sealed at once, others wait for the current linger to end.
-    #[serde(with = "humantime_serde")]
-    pub linger: Duration,
+    /// linger is sealed at once, others wait for the current linger to end. It bounds the
+    /// object PUTs per second (1 / linger). Unset: 2 ms on `file://` and `memory://` (no
+    /// cost per request), 5 ms on `s3://` (every PUT is billed).
+    #[serde(default, with = "humantime_serde::option")]
+    pub linger: Option<Duration>,
     /// Bytes accepted but not yet durable; above it sends get SYSTEM_BUSY.
     pub max_buffered_bytes: ByteSize,
     /// Segment uploads in flight at once.
@@ -381,7 +383,7 @@ impl Default for StorageSettings {
             file_fsync: true,
             multipart_threshold: ByteSize::mib(16),
             segment_max_bytes: ByteSize::mib(4),
-            linger: Duration::from_millis(5),
+            linger: None,
             max_buffered_bytes: ByteSize::mib(64),
             upload_concurrency: 4,
             durable_timeout: Duration::from_secs(10),
@@ -595,6 +597,17 @@ impl Settings {
             .unwrap_or_else(|| format!("file://{}", self.node.data_dir.join("objects").display()))
     }
 
+    /// The group-commit linger: `storage.linger`, else 5 ms on S3 and 2 ms elsewhere.
+    pub fn linger(&self) -> Duration {
+        self.storage.linger.unwrap_or_else(|| {
+            if self.object_store_url().starts_with("s3://") {
+                Duration::from_millis(5)
+            } else {
+                Duration::from_millis(2)
+            }
+        })
+    }
+
     /// The address put in routes and message ids.
     pub fn advertised_addr(&self) -> String {
         self.listen
@@ -608,6 +621,7 @@ impl Settings {
         let mut effective = self.clone();
         effective.meta.url = Some(self.meta_url());
         effective.storage.object_store_url = Some(self.object_store_url());
+        effective.storage.linger = Some(self.linger());
         effective.listen.advertised_addr = Some(self.advertised_addr());
         if effective.storage.s3_secret_access_key.is_some() {
             effective.storage.s3_secret_access_key = Some("<hidden>".into());
@@ -619,6 +633,17 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn linger_defaults_follow_the_object_store() {
+        let mut s = Settings::default();
+        assert_eq!(s.linger(), Duration::from_millis(2));
+        s.storage.object_store_url = Some("s3://bucket/p".into());
+        assert_eq!(s.linger(), Duration::from_millis(5));
+        s.storage.linger = Some(Duration::from_millis(9));
+        assert_eq!(s.linger(), Duration::from_millis(9));
+        assert!(s.to_toml().contains("linger = \"9ms\""));
+    }
 
     #[test]
     fn defaults_are_valid_and_match_rocketmq() {
