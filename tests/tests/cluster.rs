@@ -525,7 +525,12 @@ fn a_node_that_lost_its_lease_fails_its_waiting_sends_instead_of_acknowledging()
     // The first send after a quiet period is sealed at once; the next one waits for the
     // 3 s pace, and that is the one held across the pause.
     let first = rt.block_on(send_one(shard_a, "FenceT", "first"));
-    assert_eq!(first.code, ResponseCode::Success.to_i32(), "{:?}", first.remark);
+    assert_eq!(
+        first.code,
+        ResponseCode::Success.to_i32(),
+        "{:?}",
+        first.remark
+    );
     let pending = rt.spawn(send_one(shard_a, "FenceT", "held"));
     std::thread::sleep(Duration::from_millis(300));
     a.pause().unwrap();
