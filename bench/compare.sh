@@ -20,10 +20,15 @@
 #   STRATUS_BIN         the stratus binary [$CARGO_TARGET_DIR|target]/release/stratus
 #   JAVA_HEAP           reference broker heap                             [1g]
 #   STRATUS_BENCH_S3_URL  s3://bucket[/prefix]: adds the "Stratus (S3)" column; a fresh
-#                       sub-prefix bench-<time> is appended. Credentials and endpoint come
-#                       from the environment as the S3 store reads them (AWS_ACCESS_KEY_ID,
-#                       AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT, AWS_REGION, AWS_ALLOW_HTTP, and
-#                       any STRATUS_STORAGE__* setting), passed through unchanged.
+#                       sub-prefix bench-<time> is appended. Endpoint and credentials come
+#                       from the environment, passed through unchanged: the storage settings
+#                       (STRATUS_STORAGE__S3_ENDPOINT, __S3_ACCESS_KEY_ID,
+#                       __S3_SECRET_ACCESS_KEY, __S3_ALLOW_HTTP, __S3_REGION, …) or the AWS
+#                       environment. With MinIO from tests/servers/minio.sh:
+#                         STRATUS_BENCH_S3_URL=s3://stratus STRATUS_STORAGE__S3_ENDPOINT=http://127.0.0.1:19000 \
+#                         STRATUS_STORAGE__S3_ACCESS_KEY_ID=stratus-test \
+#                         STRATUS_STORAGE__S3_SECRET_ACCESS_KEY=stratus-test-secret \
+#                         STRATUS_STORAGE__S3_ALLOW_HTTP=true bench/compare.sh
 #   BENCH_NO_RENDER=1   keep results, do not touch docs/BENCHMARKS.md
 set -euo pipefail
 
@@ -229,6 +234,7 @@ done
   echo "e2e_duration=$E2E_DURATION"
   echo "e2e_common_rate=$E2E_COMMON_RATE"
   echo "backlog_mb=$BACKLOG_MB"
+  echo "s3_endpoint=${STRATUS_STORAGE__S3_ENDPOINT:-${AWS_ENDPOINT:-}}"
 } >"$RES/machine.txt"
 
 if [ -z "${BENCH_NO_RENDER:-}" ]; then

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Render bench/compare.sh results as markdown tables into docs/BENCHMARKS.md.
 
-usage: render.py RESULTS_DIR BENCHMARKS_MD
+usage: render.py [--block NAME] RESULTS_DIR BENCHMARKS_MD
 
 RESULTS_DIR holds machine.txt, commands.tsv and one directory per system (rocketmq,
 stratus, s3) of `stratus bench --json` reports named after their workload. Only the block
 between the BEGIN/END markers of BENCHMARKS_MD is replaced; every other section is kept.
-Standard library only.
+`--block NAME` uses markers of that name, so a second run (another set of systems) can keep
+its own block. Standard library only.
 """
 
 import json
@@ -14,8 +15,10 @@ import os
 import re
 import sys
 
-BEGIN = "<!-- bench/compare.sh: generated block begins; edit bench/render.py instead -->"
-END = "<!-- bench/compare.sh: generated block ends -->"
+def markers(block):
+    tag = "bench/compare.sh" if block is None else f"bench/compare.sh {block}"
+    return (f"<!-- {tag}: generated block begins; edit bench/render.py instead -->",
+            f"<!-- {tag}: generated block ends -->")
 
 SYSTEMS = [
     ("rocketmq", "Apache RocketMQ 5.3.3"),
@@ -88,7 +91,7 @@ def rows_for(kind):
     return {"produce": produce, "consume": consume, "e2e": e2e}[kind]
 
 
-def render(res):
+def render(res, begin, end):
     machine = {}
     mpath = os.path.join(res, "machine.txt")
     if os.path.exists(mpath):
@@ -99,8 +102,15 @@ def render(res):
     present = [(k, name) for k, name in SYSTEMS if os.path.isdir(os.path.join(res, k))]
     stratus_cols = [(k, n) for k, n in present if k != "rocketmq"]
     has_ref = any(k == "rocketmq" for k, _ in present)
+    keys = [k for k, _ in present]
+    # Ratio columns: each Stratus column over RocketMQ; S3 over the local directory.
+    ratio_cols = [(k, "rocketmq", f"{n} / RocketMQ") for k, n in stratus_cols] if has_ref else []
+    if "s3" in keys and "stratus" in keys:
+        ratio_cols.append(("s3", "stratus", "S3 / local dir"))
 
-    out = [BEGIN, "", "## Stratus and Apache RocketMQ side by side", ""]
+    title = ("## Stratus and Apache RocketMQ side by side" if has_ref
+             else "## Stratus on S3 and on the local directory")
+    out = [begin, "", title, ""]
     out.append(
         f"Measured {machine.get('date', '?')} by `bench/compare.sh` on one machine: "
         f"{machine.get('nproc', '?')} cores ({machine.get('cpu', '?')}), "
@@ -109,15 +119,20 @@ def render(res):
         "another, driven by the same `stratus bench` client."
     )
     out.append("")
-    out.append(f"* Apache RocketMQ {machine.get('rocketmq', '?')} (name server + one broker, "
-               f"`tests/clients/reference-broker.sh`, {machine.get('java', '?')}, heap "
-               f"{machine.get('java_heap', '?')}, `flushDiskType=ASYNC_FLUSH`: a send is "
-               "acknowledged once in the page cache).")
+    if has_ref:
+        out.append(f"* Apache RocketMQ {machine.get('rocketmq', '?')} (name server + one broker, "
+                   f"`tests/clients/reference-broker.sh`, {machine.get('java', '?')}, heap "
+                   f"{machine.get('java_heap', '?')}, `flushDiskType=ASYNC_FLUSH`: a send is "
+                   "acknowledged once in the page cache).")
     out.append(f"* Stratus {machine.get('stratus', '?')}, {machine.get('rustc', '?')}, release "
                "build, default settings (`linger = 5ms`, `segment_max_bytes = 4MiB`, "
                "`file_fsync = true`): a send is acknowledged once its segment object is written "
                "and fsynced and its commit in SQLite is fsynced.")
-    if not any(k == "s3" for k, _ in present):
+    if "s3" in keys:
+        out.append(f"* Stratus (S3): the same binary and settings with `--object-store-url` "
+                   f"on the S3 server at {machine.get('s3_endpoint') or 'the AWS default endpoint'}"
+                   "; the segment is acknowledged once the PUT is answered and committed.")
+    else:
         out.append("* Stratus on S3: not run (`STRATUS_BENCH_S3_URL` unset).")
     out.append(f"* Produce workloads ran {machine.get('duration', '?')} each; the backlog was "
                f"{machine.get('backlog_mb', '?')} MiB of 1 KiB messages; the end-to-end "
@@ -134,8 +149,9 @@ def render(res):
                    + ". Anything above ~1 means other processes shared the two cores.")
     out.append("* Before its workloads each system got a 5 s warm-up (16 connections sending, "
                "then a drain), not reported.")
-    out.append("* Ratios are Stratus / RocketMQ: above 1 means Stratus has more throughput or "
-               "more latency.")
+    if ratio_cols:
+        out.append("* Ratios are " + ", ".join(f"{label}" for _, _, label in ratio_cols)
+                   + ": above 1 means more throughput or more latency than the divisor.")
     out.append("")
 
     for wid, title, kind in WORKLOADS:
@@ -151,9 +167,7 @@ def render(res):
             continue
         out.append(f"### {title}")
         out.append("")
-        head = ["", *[n for _, n in present]]
-        if has_ref:
-            head += [f"{n} / RocketMQ" for _, n in stratus_cols]
+        head = ["", *[n for _, n in present], *[label for _, _, label in ratio_cols]]
         out.append("| " + " | ".join(head) + " |")
         out.append("|---|" + "---:|" * (len(head) - 1))
         for label, path, digits in rows_for(kind):
@@ -169,10 +183,9 @@ def render(res):
                 v = get(r, *path) if r else None
                 vals[k] = v
                 cells.append(fmt(v, digits))
-            if has_ref:
-                for k, _ in stratus_cols:
-                    cells.append("" if path is None or "target" in label or "messages" in label
-                                 or "failed" in label else ratio(vals.get(k), vals.get("rocketmq")))
+            for num, den, _ in ratio_cols:
+                cells.append("" if path is None or "target" in label or "messages" in label
+                             or "failed" in label else ratio(vals.get(num), vals.get(den)))
             out.append("| " + " | ".join(cells) + " |")
         errs = []
         for k, n in present:
@@ -222,6 +235,8 @@ def render(res):
             if len(parts) != 3:
                 continue
             system, wid, cmd = parts
+            if system not in keys:
+                continue
             if wid.startswith("warmup"):
                 continue
             if wid in seen and wid != "e2e-half":
@@ -234,15 +249,20 @@ def render(res):
             out.append(cmd)
         out.append("```")
         out.append("")
-    out.append(END)
+    out.append(end)
     return "\n".join(out) + "\n"
 
 
 def main():
-    if len(sys.argv) != 3:
+    args = sys.argv[1:]
+    name = None
+    if len(args) == 4 and args[0] == "--block":
+        name, args = args[1], args[2:]
+    if len(args) != 2:
         sys.exit(__doc__)
-    res, md = sys.argv[1], sys.argv[2]
-    block = render(res)
+    res, md = args
+    BEGIN, END = markers(name)
+    block = render(res, BEGIN, END)
     if os.path.exists(md):
         text = open(md).read()
     else:
@@ -251,6 +271,10 @@ def main():
         before = text[: text.index(BEGIN)]
         after = text[text.index(END) + len(END):]
         text = before + block.rstrip("\n") + after
+    elif name is not None and markers(None)[1] in text:
+        # A named block first goes right after the default block.
+        idx = text.index(markers(None)[1]) + len(markers(None)[1])
+        text = text[:idx] + "\n\n" + block.rstrip("\n") + text[idx:]
     else:
         # First generation: right after the title and its introduction, before any section.
         idx = text.find("\n## ")
