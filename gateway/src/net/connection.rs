@@ -42,8 +42,10 @@ pub(crate) async fn serve(
     let writer = tokio::spawn(async move {
         // Owned by this connection: joined below before the connection task ends.
         loop {
+            // Queued frames first: answers of requests that finished before the close (for
+            // example sends failed when the connection's shard left) still go out.
             tokio::select! {
-                () = closed.cancelled() => break,
+                biased;
                 cmd = rx.recv() => match cmd {
                     Some(cmd) => {
                         if let Err(e) = sink.send(cmd).await {
@@ -53,6 +55,7 @@ pub(crate) async fn serve(
                     }
                     None => break,
                 },
+                () = closed.cancelled() => break,
             }
         }
         closed.cancel();
