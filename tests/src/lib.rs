@@ -141,22 +141,34 @@ impl Node {
     }
 
     /// Starts a node with extra `serve` arguments / env-style overrides.
+    ///
+    /// A port picked free can be taken by another process before the node binds it; the
+    /// start is then retried on fresh ports (up to three times).
     pub fn start_with(data_dir: &Path, extra: &[&str]) -> anyhow::Result<Self> {
-        let namesrv: SocketAddr = format!("127.0.0.1:{}", free_port()).parse()?;
-        let broker: SocketAddr = format!("127.0.0.1:{}", free_port()).parse()?;
-        let mut node = Self {
-            child: None,
-            data_dir: data_dir.to_path_buf(),
-            namesrv,
-            broker,
-            metrics: SocketAddr::from(([127, 0, 0, 1], free_port())),
-            log: data_dir.join("stratus.log"),
-            extra: extra.iter().map(|s| (*s).to_owned()).collect(),
-            envs: Vec::new(),
-            wait_for_broker: true,
-        };
-        node.spawn()?;
-        Ok(node)
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let namesrv: SocketAddr = format!("127.0.0.1:{}", free_port()).parse()?;
+            let broker: SocketAddr = format!("127.0.0.1:{}", free_port()).parse()?;
+            let mut node = Self {
+                child: None,
+                data_dir: data_dir.to_path_buf(),
+                namesrv,
+                broker,
+                metrics: SocketAddr::from(([127, 0, 0, 1], free_port())),
+                log: data_dir.join("stratus.log"),
+                extra: extra.iter().map(|s| (*s).to_owned()).collect(),
+                envs: Vec::new(),
+                wait_for_broker: true,
+            };
+            match node.spawn() {
+                Ok(()) => return Ok(node),
+                Err(e) if attempt < 3 && format!("{e:#}").contains("Address already in use") => {
+                    eprintln!("port taken before the node bound it; retrying on fresh ports");
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     fn spawn(&mut self) -> anyhow::Result<()> {
