@@ -657,10 +657,24 @@ public final class RmqClient {
         consumer.setPollTimeoutMillis(1000);
         consumer.setSubExpressionForAssign(topic, expr);
         consumer.start();
-        Collection<MessageQueue> mqs = consumer.fetchMessageQueues(topic);
-        consumer.assign(mqs);
-        for (MessageQueue mq : mqs) {
-            consumer.seek(mq, 0);
+        // Route and offset lookups are plain requests with a 3 s client timeout; on a loaded
+        // machine one can time out, and a real application would retry: so do we (3 tries).
+        Collection<MessageQueue> mqs = null;
+        for (int attempt = 1; ; attempt++) {
+            try {
+                mqs = consumer.fetchMessageQueues(topic);
+                consumer.assign(mqs);
+                for (MessageQueue mq : mqs) {
+                    consumer.seek(mq, 0);
+                }
+                break;
+            } catch (Exception e) {
+                if (attempt >= 3) {
+                    throw e;
+                }
+                System.err.println("pull setup failed (attempt " + attempt + "), retrying: " + e);
+                Thread.sleep(1000);
+            }
         }
         emit("{\"event\":\"ready\"}");
         Receiver rx = new Receiver(expect);
