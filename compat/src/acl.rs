@@ -1,4 +1,5 @@
-//! ACL 1.0 request signatures (§20): the bytes a `Signature` is computed over.
+//! ACL 1.0 request signatures (`docs/remoting-protocol.md#acl-signatures`): the bytes a `Signature`
+//! is computed over.
 //!
 //! `Signature = Base64(HMAC-SHA1(secretKey, content))` where `content` is the concatenation of
 //! the ext-field **values** sorted by key, without `Signature`, followed by the body. This

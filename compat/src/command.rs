@@ -3,8 +3,9 @@
 //! serialize type.
 //!
 //! A command remembers the encoding it arrived in (`serialize_type`) so a reply can mirror
-//! it (§2.3). Binary headers carry `code` and `version` in 16 bits; a command whose numbers do
-//! not fit is written as JSON instead, whatever `serialize_type` says.
+//! it (`docs/remoting-protocol.md#reply-encoding`). Binary headers carry `code` and `version`
+//! in 16 bits; a command whose numbers do not fit is written as JSON instead, whatever
+//! `serialize_type` says.
 
 use std::collections::BTreeMap;
 
@@ -84,7 +85,7 @@ impl RemotingCommand {
     }
 
     /// The encoding to answer this command in: the one it arrived in, except JSON for the
-    /// C++ client, which cannot read binary headers (§1.2, §2.3).
+    /// C++ client, which cannot read binary headers (`docs/remoting-protocol.md#reply-encoding`).
     pub fn reply_serialize_type(&self) -> SerializeType {
         match self.language {
             LanguageCode::Cpp => SerializeType::Json,

@@ -17,6 +17,7 @@
 //! | [`request`] | typed custom headers and JSON bodies, one module per request family |
 //! | [`message`] | stored message records, batch bodies, properties, message ids |
 //! | [`filter`] | tag filters and the SQL92 parser and evaluator |
+//! | [`topic`] | topic names: system topics, retry and dead-letter prefixes, permission bits, validation |
 //! | [`acl`] | the content an ACL `Signature` is computed over |
 //! | `codec` (feature `codec`, part of `client`) | `RemotingCodec`, a tokio-util codec over [`frame`] and [`command`] |
 //! | `client` (feature `client`) | `RemotingClient`, a small async client for tests and tools |
@@ -34,6 +35,7 @@ pub mod header;
 pub mod limits;
 pub mod message;
 pub mod request;
+pub mod topic;
 pub mod types;
 
 mod wire;

@@ -1,4 +1,5 @@
-//! Subscription filters: tag expressions (§19.4.4) and SQL92 over message properties (§19.4.5).
+//! Subscription filters: tag expressions (`docs/remoting-protocol.md#tag-filters`) and SQL92 over
+//! message properties (`docs/remoting-protocol.md#sql92-filters`).
 
 pub mod sql92;
 pub mod tag;

@@ -1,4 +1,4 @@
-//! Tag expressions: `*`, `TagA`, `TagA || TagB` (§19.4.4).
+//! Tag expressions: `*`, `TagA`, `TagA || TagB` (`docs/remoting-protocol.md#tag-filters`).
 
 use crate::types::java_string_hash;
 

@@ -15,7 +15,7 @@ fn frame_bytes(st: SerializeType, header: &[u8], body: &[u8]) -> BytesMut {
 
 #[test]
 fn documented_heart_beat_prefix_is_what_encode_writes() {
-    // §2.2.1: binary HEART_BEAT, 21-byte header, no body.
+    // docs/remoting-protocol.md#worked-examples: binary HEART_BEAT, 21-byte header, no body.
     let header = [
         0x00, 0x22, 0x00, 0x01, 0x91, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     ];

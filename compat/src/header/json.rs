@@ -1,4 +1,4 @@
-//! The JSON header encoding (§2.1).
+//! The JSON header encoding (`docs/remoting-protocol.md#json-header`).
 //!
 //! ```text
 //! {"code":310,"extFields":{"a":"PG",…},"flag":0,"language":"JAVA","opaque":7,
@@ -206,7 +206,7 @@ mod tests {
 
     #[test]
     fn encoding_matches_the_documented_java_response_bytes() {
-        // §2.2.1: the 95-byte JSON response.
+        // docs/remoting-protocol.md#worked-examples: the 95-byte JSON response.
         let mut cmd = RemotingCommand::response(7, crate::ResponseCode::Success, None);
         cmd.version = 401;
         let mut out = Vec::new();

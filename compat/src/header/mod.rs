@@ -1,9 +1,9 @@
 //! Header encodings: [`json`] (serializeType 0) and [`rocketmq`] (serializeType 1).
 //!
 //! Both decode into a [`CommandHeader`], the logical header every encoding carries, and encode
-//! from a [`RemotingCommand`]. Decoders are lenient where real clients
-//! differ (§2.1) and never panic on hostile bytes; encoders produce what every client can
-//! read (§2.1 "Server emission requirements").
+//! from a [`RemotingCommand`]. Decoders are lenient where real clients differ and never panic
+//! on hostile bytes; encoders produce what every client can read
+//! (`docs/remoting-protocol.md#json-header`, `docs/remoting-protocol.md#binary-header`).
 
 pub mod json;
 pub mod rocketmq;

@@ -1,4 +1,4 @@
-//! The ROCKETMQ binary header encoding (§2.2).
+//! The ROCKETMQ binary header encoding (`docs/remoting-protocol.md#binary-header`).
 //!
 //! ```text
 //! 0        2         3          5          9        13           17
@@ -9,8 +9,9 @@
 //! entry := keyLen i16 | key | valLen i32 | value
 //! ```
 //!
-//! A zero-length remark is no remark, and (as in Java) an entry whose key or value is empty
-//! is dropped, so the encoder leaves such entries out too. Every length is checked against
+//! A zero-length remark is no remark, and an entry whose key or value is empty is dropped
+//! (Java reads an empty string as null, which makes the field absent), so the encoder leaves
+//! such entries out too. Every length is checked against
 //! the bytes present before it is used; negative lengths and bytes after the map are errors.
 //! `code` and `version` are only 16 bits here: a command whose numbers do not fit cannot be
 //! encoded in this form (send it as JSON).
@@ -175,7 +176,7 @@ mod tests {
 
     #[test]
     fn encoding_matches_the_documented_get_consumer_list_bytes() {
-        // §2.2.1, without the two frame words.
+        // docs/remoting-protocol.md#worked-examples, without the two frame words.
         let mut cmd = RemotingCommand::request(38, 8);
         cmd.version = 401;
         cmd.put_ext("consumerGroup", "g1");

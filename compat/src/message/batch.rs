@@ -1,4 +1,4 @@
-//! Batch bodies of SEND_BATCH_MESSAGE / the batch flag (§15.5).
+//! Batch bodies of SEND_BATCH_MESSAGE / the batch flag (`docs/remoting-protocol.md#batch-bodies`).
 //!
 //! ```text
 //! entry := TOTALSIZE i32 | MAGICCODE i32 | BODYCRC i32 | FLAG i32 | BODYLEN i32 | BODY | PROPLEN i16 | PROPERTIES

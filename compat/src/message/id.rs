@@ -1,5 +1,5 @@
-//! Offset message ids (§16.1): store-host address + port + commit-log offset, upper-case hex
-//! (32 characters for IPv4, 56 for IPv6).
+//! Offset message ids (`docs/remoting-protocol.md#offset-message-ids`): store-host address + port +
+//! commit-log offset, upper-case hex (32 characters for IPv4, 56 for IPv6).
 //!
 //! ```text
 //! IPv4: ip (4) | port i32 (4) | offset i64 (8)  -> 16 bytes -> 32 hex characters
@@ -7,8 +7,9 @@
 //! ```
 //!
 //! Decoding accepts either case of hex digits but nothing else: other lengths, non-hex
-//! characters and ports outside 0..=65535 are errors (Java decodes anything; Go panics on a
-//! bad port, so Stratus never issues one).
+//! characters and ports outside 0..=65535 are errors (Java's `MessageDecoder#decodeMessageId`
+//! looks only at the length and fails only on a bad port; Go panics on a bad port, so Stratus
+//! never issues one).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 

@@ -1,6 +1,11 @@
-//! Message encodings: the stored/pulled record (§15.1), batch bodies (§15.5), the
-//! properties string (§15.4), offset message ids (§16.1), client unique ids (§16.2) and
-//! MessageSysFlag bits (§18.1).
+//! Message encodings: stored records, batch bodies, properties, message ids and sysflag bits.
+//!
+//! * the stored/pulled record: `docs/remoting-protocol.md#message-records`;
+//! * batch bodies: `docs/remoting-protocol.md#batch-bodies`;
+//! * the properties string: `docs/remoting-protocol.md#properties`;
+//! * offset message ids: `docs/remoting-protocol.md#offset-message-ids`;
+//! * client unique ids: `docs/remoting-protocol.md#unique-ids`;
+//! * MessageSysFlag bits: `docs/remoting-protocol.md#message-sysflag`.
 //!
 //! Decoders check every length against the bytes present and never panic on hostile input.
 

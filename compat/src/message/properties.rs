@@ -1,4 +1,5 @@
-//! The properties string (§15.4): `name 0x01 value 0x02` repeated.
+//! The properties string (`docs/remoting-protocol.md#properties`): `name 0x01 value 0x02`
+//! repeated.
 //!
 //! Parsing follows Java's `string2messageProperties`: split at `0x02`, split each segment at
 //! its first `0x01`, skip segments with no separator or an empty name or value, and let a
@@ -9,7 +10,7 @@ pub const NAME_VALUE_SEPARATOR: char = '\u{1}';
 /// Separator after each pair.
 pub const PROPERTY_SEPARATOR: char = '\u{2}';
 
-/// Well-known property keys (§17).
+/// Well-known property keys (`docs/remoting-protocol.md#property-keys`).
 pub mod keys {
     /// Tag.
     pub const TAGS: &str = "TAGS";
@@ -41,6 +42,20 @@ pub mod keys {
     pub const MAX_RECONSUME_TIMES: &str = "MAX_RECONSUME_TIMES";
     /// Id of the first delivery of a retried message.
     pub const ORIGIN_MESSAGE_ID: &str = "ORIGIN_MESSAGE_ID";
+    /// Timer message: absolute delivery time, ms since the epoch (5.x).
+    pub const TIMER_DELIVER_MS: &str = "TIMER_DELIVER_MS";
+    /// Timer message: delay from the send, in seconds (5.x).
+    pub const TIMER_DELAY_SEC: &str = "TIMER_DELAY_SEC";
+    /// Timer message: delay from the send, in milliseconds (5.x).
+    pub const TIMER_DELAY_MS: &str = "TIMER_DELAY_MS";
+    /// Timer message: the due time the broker computed (set while it waits).
+    pub const TIMER_OUT_MS: &str = "TIMER_OUT_MS";
+    /// Half message: its transaction id (`MessageConst.PROPERTY_TRANSACTION_ID`).
+    pub const TRANSACTION_ID: &str = "__transactionId__";
+    /// Half message sent with CHECK_TRANSACTION_STATE: check-backs so far.
+    pub const TRANSACTION_CHECK_TIMES: &str = "TRANSACTION_CHECK_TIMES";
+    /// Half message: seconds before the first check-back, at least the broker's timeout.
+    pub const CHECK_IMMUNITY_TIME_IN_SECONDS: &str = "CHECK_IMMUNITY_TIME_IN_SECONDS";
 }
 
 /// Ordered list of (name, value) pairs.

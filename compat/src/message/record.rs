@@ -1,5 +1,6 @@
-//! The stored / transferred message record (§15.1), V1 layout (1-byte topic length) unless
-//! the topic is longer than 127 bytes (then V2, 2-byte topic length).
+//! The stored / transferred message record (`docs/remoting-protocol.md#message-records`), V1 layout
+//! (1-byte topic length) unless the topic is longer than 127 bytes (then V2, 2-byte topic
+//! length).
 //!
 //! ```text
 //! TOTALSIZE i32 | MAGICCODE i32 | BODYCRC i32 | QUEUEID i32 | FLAG i32 | QUEUEOFFSET i64
@@ -26,8 +27,8 @@ pub const MAGIC_V1: i32 = 0xDAA3_20A7_u32 as i32;
 /// V2 magic code (2-byte topic length).
 pub const MAGIC_V2: i32 = 0xDAA3_20AB_u32 as i32;
 
-/// Longest topic written with the V1 layout (its length byte is read as signed by Java 4.9
-/// and C++).
+/// Longest topic written with the V1 layout (its length byte is read as signed by every Java
+/// version and by C++).
 pub const MAX_V1_TOPIC_LEN: usize = 127;
 
 /// Size of a record with IPv4 hosts, V1 layout, and empty body, topic and properties.
@@ -65,7 +66,7 @@ pub struct MessageExt {
     pub body: Bytes,
     /// Topic.
     pub topic: String,
-    /// Properties string (§15.4), kept as raw text.
+    /// Properties string (`docs/remoting-protocol.md#properties`), kept as raw text.
     pub properties: String,
 }
 
@@ -315,13 +316,15 @@ impl MessageExt {
         super::Properties::parse(&self.properties)
     }
 
-    /// The offset message id of this record: store host + PHYSICALOFFSET (§16.1).
+    /// The offset message id of this record: store host + PHYSICALOFFSET
+    /// (`docs/remoting-protocol.md#offset-message-ids`).
     pub fn offset_msg_id(&self) -> String {
         super::create_offset_msg_id(self.store_host, self.commit_log_offset)
     }
 }
 
-/// BODYCRC: CRC-32 of the body as stored, masked to 31 bits (§15.1).
+/// BODYCRC: CRC-32 of the body as stored, masked to 31 bits
+/// (`docs/remoting-protocol.md#message-records`).
 pub fn body_crc(body: &[u8]) -> i32 {
     (crc32fast::hash(body) & 0x7FFF_FFFF) as i32
 }

@@ -1,4 +1,4 @@
-//! MessageSysFlag bits (§18.1).
+//! MessageSysFlag bits (`docs/remoting-protocol.md#message-sysflag`).
 
 /// Body compressed.
 pub const COMPRESSED: i32 = 0x1;

@@ -1,4 +1,5 @@
-//! Admin requests used by clients and mqadmin (§13).
+//! Admin requests used by clients and mqadmin (`docs/remoting-protocol.md#admin`), and the name
+//! server's KV-config and cluster headers (`docs/remoting-protocol.md#routes`).
 
 use serde::{Deserialize, Serialize};
 

@@ -1,4 +1,4 @@
-//! CONSUMER_SEND_MSG_BACK (36) header (§10.9).
+//! CONSUMER_SEND_MSG_BACK (36) header (`docs/remoting-protocol.md#send-back`).
 
 use crate::command::RemotingCommand;
 use crate::error::HeaderError;

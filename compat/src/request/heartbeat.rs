@@ -1,5 +1,6 @@
 //! HEART_BEAT (34) body, UNREGISTER_CLIENT (35), GET_CONSUMER_LIST_BY_GROUP (38),
-//! NOTIFY_CONSUMER_IDS_CHANGED (40), CHECK_CLIENT_CONFIG (46) (§10.6–§10.11, §14.1).
+//! NOTIFY_CONSUMER_IDS_CHANGED (40), CHECK_CLIENT_CONFIG (46)
+//! (`docs/remoting-protocol.md#heartbeat-and-groups`).
 //!
 //! Bodies come from three JSON dialects: fastjson (Java), Go, jsoncpp (C++: enums as
 //! ordinals, `subVersion` as a string, trailing newline). Decoding accepts all of them.

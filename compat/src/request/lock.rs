@@ -1,4 +1,4 @@
-//! LOCK_BATCH_MQ (41) and UNLOCK_BATCH_MQ (42) bodies (§10.10).
+//! LOCK_BATCH_MQ (41) and UNLOCK_BATCH_MQ (42) bodies (`docs/remoting-protocol.md#queue-locks`).
 
 use serde::{Deserialize, Serialize};
 

@@ -1,4 +1,4 @@
-//! Consumer offset and queue offset requests (§10.3–§10.5).
+//! Consumer offset and queue offset requests (`docs/remoting-protocol.md#offsets`).
 
 use crate::command::RemotingCommand;
 use crate::error::HeaderError;

@@ -1,4 +1,4 @@
-//! PULL_MESSAGE (11) and LITE_PULL_MESSAGE (361) headers (§10.1).
+//! PULL_MESSAGE (11) and LITE_PULL_MESSAGE (361) headers (`docs/remoting-protocol.md#pull`).
 
 use crate::command::RemotingCommand;
 use crate::error::HeaderError;

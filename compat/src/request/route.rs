@@ -1,4 +1,4 @@
-//! Name-server requests: routes, cluster info, topic lists (§8).
+//! Name-server requests: routes, cluster info, topic lists (`docs/remoting-protocol.md#routes`).
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -1,4 +1,5 @@
-//! SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320) headers (§9).
+//! SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320) headers
+//! (`docs/remoting-protocol.md#send`).
 
 use crate::code::RequestCode;
 use crate::command::RemotingCommand;

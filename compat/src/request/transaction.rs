@@ -1,4 +1,5 @@
-//! END_TRANSACTION (37) and CHECK_TRANSACTION_STATE (39) headers (§11).
+//! END_TRANSACTION (37) and CHECK_TRANSACTION_STATE (39) headers
+//! (`docs/remoting-protocol.md#transactions`).
 
 use crate::command::RemotingCommand;
 use crate::error::HeaderError;

@@ -1,4 +1,5 @@
-//! SQL92 property filters (`expressionType=SQL92`, §19.4.5): parsing and evaluation.
+//! SQL92 property filters (`expressionType=SQL92`, `docs/remoting-protocol.md#sql92-filters`):
+//! parsing and evaluation.
 //!
 //! [`Sql92Filter::parse`] compiles an expression once; [`Sql92Filter::matches`] evaluates it
 //! against one message's properties (a lookup of property name → string value; `TAGS` is an

@@ -11,7 +11,7 @@ use stratus_compat::request::offset::QueueRequestHeader;
 use stratus_compat::request::route::{ClusterInfo, GetRouteInfoRequestHeader, TopicRouteData};
 use stratus_compat::{RequestCode, ResponseCode};
 
-use super::time;
+use crate::time;
 
 /// One broker of the route: its name and master address, and its queue counts.
 #[derive(Debug, Clone)]

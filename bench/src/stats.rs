@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use stratus_compat::ResponseCode;
 use stratus_compat::client::ClientError;
 
-use super::time;
+use crate::time;
 
 /// Running totals, updated by every worker with relaxed atomics.
 #[derive(Debug, Default)]
@@ -158,5 +158,50 @@ async fn report_loop(live: Arc<Live>, label: &'static str, tty: bool) {
         let _ = err.flush();
         last = now;
         last_lat = lat;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_keys_name_the_code_or_the_client_cause() {
+        assert_eq!(code_key(2), "SYSTEM_BUSY (2)");
+        assert_eq!(code_key(9999), "UNKNOWN (9999)");
+        assert_eq!(client_error_key(&ClientError::Timeout), "timeout");
+        assert_eq!(client_error_key(&ClientError::Closed), "closed");
+        let io = ClientError::Io(std::io::Error::other("reset"));
+        assert_eq!(client_error_key(&io), "io");
+    }
+
+    #[test]
+    fn merged_tallies_add_up_per_key() {
+        let mut into = ErrorCounts::from([("timeout".to_owned(), 2), ("io".to_owned(), 1)]);
+        merge_errors(
+            &mut into,
+            ErrorCounts::from([("timeout".to_owned(), 3), ("closed".to_owned(), 4)]),
+        );
+        assert_eq!(
+            into,
+            ErrorCounts::from([
+                ("closed".to_owned(), 4),
+                ("io".to_owned(), 1),
+                ("timeout".to_owned(), 5),
+            ])
+        );
+    }
+
+    #[test]
+    fn live_counters_and_latency_sums() {
+        let live = Live::default();
+        Live::add(&live.sent, 3);
+        Live::add(&live.sent, 4);
+        assert_eq!(Live::get(&live.sent), 7);
+        assert_eq!(Live::get(&live.acked), 0);
+        live.send_latency(Duration::from_micros(5));
+        live.send_latency(Duration::from_micros(7));
+        assert_eq!(Live::get(&live.lat_sum_ns), 12_000);
+        assert_eq!(Live::get(&live.lat_n), 2);
     }
 }

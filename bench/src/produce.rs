@@ -15,11 +15,11 @@ use stratus_compat::request::send::SendMessageRequestHeader;
 use stratus_compat::{RequestCode, ResponseCode};
 use tokio::task::JoinSet;
 
-use super::args::{SendArgs, SendMode};
-use super::histogram::Histogram;
-use super::route::Route;
-use super::stats::{ErrorCounts, Live, client_error_key, code_key, merge_errors};
-use super::time::{self, Epoch, write_stamp};
+use crate::args::{SendArgs, SendMode};
+use crate::histogram::Histogram;
+use crate::route::Route;
+use crate::stats::{ErrorCounts, Live, client_error_key, code_key, merge_errors};
+use crate::time::{self, Epoch, write_stamp};
 
 /// Messages sent when neither a count nor a duration is given.
 pub(crate) const DEFAULT_COUNT: u64 = 20_000;

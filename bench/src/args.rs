@@ -183,3 +183,58 @@ pub struct E2eArgs {
     #[arg(long, default_value = "15s", value_parser = humantime::parse_duration)]
     pub drain_timeout: Duration,
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, Parser};
+
+    use super::*;
+
+    /// `stratus bench` as the binary mounts it.
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        bench: BenchArgs,
+    }
+
+    fn parse(args: &[&str]) -> BenchCommand {
+        let argv = std::iter::once("bench").chain(args.iter().copied());
+        Cli::try_parse_from(argv).unwrap().bench.command
+    }
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn defaults_and_durations_parse() {
+        let BenchCommand::Produce(p) = parse(&["produce", "--mode", "async", "--duration", "5s"])
+        else {
+            panic!("not produce");
+        };
+        assert_eq!(p.common.namesrv, "127.0.0.1:9876");
+        assert_eq!(p.common.topic, "BenchTopic");
+        assert_eq!(p.common.timeout, Duration::from_secs(10));
+        assert_eq!(p.send.mode, SendMode::Async);
+        assert_eq!(p.send.duration, Some(Duration::from_secs(5)));
+        assert_eq!(p.send.count, None);
+        assert_eq!(p.topic.queues, 8);
+        assert!(!p.topic.no_create);
+
+        let BenchCommand::Consume(c) = parse(&["consume", "--namesrv", "h:1", "--poll", "250ms"])
+        else {
+            panic!("not consume");
+        };
+        assert_eq!(c.common.namesrv, "h:1");
+        assert_eq!(c.pull.poll, Duration::from_millis(250));
+        assert_eq!(c.pull.consumer_group, "bench_consumer");
+
+        let BenchCommand::E2e(e) = parse(&["e2e", "--rate", "400", "--no-create"]) else {
+            panic!("not e2e");
+        };
+        assert_eq!(e.send.rate, 400);
+        assert!(e.topic.no_create);
+        assert_eq!(e.drain_timeout, Duration::from_secs(15));
+    }
+}

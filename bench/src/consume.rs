@@ -16,11 +16,11 @@ use stratus_compat::{RequestCode, ResponseCode};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use super::args::PullArgs;
-use super::histogram::Histogram;
-use super::route::{self, Route};
-use super::stats::{ErrorCounts, Live, client_error_key, code_key, merge_errors};
-use super::time::{self, Epoch, read_stamp};
+use crate::args::PullArgs;
+use crate::histogram::Histogram;
+use crate::route::{self, Route};
+use crate::stats::{ErrorCounts, Live, client_error_key, code_key, merge_errors};
+use crate::time::{self, Epoch, read_stamp};
 
 /// Where each queue's pulls start and, when draining, end.
 #[derive(Debug, Clone)]

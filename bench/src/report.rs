@@ -4,12 +4,12 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::args::SendArgs;
-use super::consume::PullOutcome;
-use super::histogram::Percentiles;
-use super::produce::ProduceOutcome;
-use super::route::Route;
-use super::stats::ErrorCounts;
+use crate::args::SendArgs;
+use crate::consume::PullOutcome;
+use crate::histogram::Percentiles;
+use crate::produce::ProduceOutcome;
+use crate::route::Route;
+use crate::stats::ErrorCounts;
 
 /// Bytes in a megabyte (MB/s figures are decimal megabytes of message bodies).
 const MB: f64 = 1e6;
@@ -44,7 +44,7 @@ impl ProduceReport {
             mode: args.mode.name(),
             connections: args.connections.max(1),
             inflight: match args.mode {
-                super::args::SendMode::Async => args.inflight.max(1),
+                crate::args::SendMode::Async => args.inflight.max(1),
                 _ => 1,
             },
             size: args.size,
@@ -233,4 +233,102 @@ fn percentiles_text(p: &Percentiles) -> String {
         "p50 {:.3} ms, p90 {:.3} ms, p99 {:.3} ms, p999 {:.3} ms, max {:.3} ms, mean {:.3} ms ({} samples)",
         p.p50, p.p90, p.p99, p.p999, p.max, p.mean, p.count
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::SendMode;
+    use crate::histogram::Histogram;
+    use crate::route::Broker;
+
+    fn route() -> Route {
+        let broker = |name: &str, addr: &str| Broker {
+            name: name.to_owned(),
+            addr: addr.to_owned(),
+            read_queues: 4,
+            write_queues: 4,
+        };
+        Route {
+            brokers: vec![broker("a", "h:1"), broker("b", "h:2")],
+        }
+    }
+
+    fn send_args(mode: SendMode) -> SendArgs {
+        SendArgs {
+            connections: 2,
+            size: 1000,
+            batch: 1,
+            mode,
+            inflight: 16,
+            tags: "bench".to_owned(),
+            rate: 0,
+            duration: None,
+            count: Some(4000),
+            group: "bench_producer".to_owned(),
+        }
+    }
+
+    #[test]
+    fn produce_and_consume_figures_and_error_totals() {
+        let mut latency = Histogram::default();
+        latency.record_ns(1_000_000);
+        let produced = ProduceOutcome {
+            sent: 4000,
+            acked: 3998,
+            requests: 4000,
+            errors: ErrorCounts::from([("timeout".to_owned(), 2)]),
+            latency,
+            seconds: 2.0,
+        };
+        let pulled = PullOutcome {
+            consumed: 3998,
+            bytes: 3_998_000,
+            pulls: 130,
+            errors: ErrorCounts::from([("closed".to_owned(), 1)]),
+            e2e: Histogram::default(),
+            seconds: 1.0,
+        };
+        let p = ProduceReport::new(&send_args(SendMode::Async), produced);
+        assert_eq!(p.inflight, 16);
+        assert_eq!(p.error_total(), 2);
+        assert!((p.msgs_per_sec - 1999.0).abs() < 1e-9);
+        assert!((p.mb_per_sec - 1.999).abs() < 1e-9);
+        let report = Report::new("e2e", "h:9876", "T", &route())
+            .with_produce(p)
+            .with_consume(ConsumeReport::new(8, None, &pulled))
+            .with_e2e(pulled.e2e.summary_ms());
+        assert_eq!(report.error_total(), 3);
+
+        let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+        assert_eq!(json["command"], "e2e");
+        assert_eq!(json["brokers"], serde_json::json!(["a@h:1", "b@h:2"]));
+        assert_eq!(json["write_queues"], 8);
+        assert_eq!(json["produce"]["mode"], "async");
+        assert_eq!(json["produce"]["errors"]["timeout"], 2);
+        assert_eq!(json["produce"]["send_latency_ms"]["max"], 1.0);
+        assert_eq!(json["consume"]["consumed"], 3998);
+        assert!(json["consume"]["expected"].is_null());
+        assert!(json["e2e_latency_ms"].is_null());
+
+        let text = report.to_text();
+        assert!(
+            text.starts_with("e2e on topic T via h:9876 (brokers a@h:1, b@h:2, 8 write queues)\n")
+        );
+        assert!(
+            text.contains("produce: 4000 sent, 3998 acked, 2 failed requests"),
+            "{text}"
+        );
+        assert!(text.contains("  send error timeout: 2\n"), "{text}");
+        assert!(text.contains("consume: 3998 msgs, 3998000 bytes"), "{text}");
+        assert!(text.contains("  pull error closed: 1\n"), "{text}");
+        assert!(!text.contains("end-to-end latency"), "{text}");
+    }
+
+    #[test]
+    fn only_async_mode_reports_inflight() {
+        let p = ProduceReport::new(&send_args(SendMode::Sync), ProduceOutcome::default());
+        assert_eq!(p.inflight, 1);
+        assert_eq!(p.mode, "sync");
+    }
 }
