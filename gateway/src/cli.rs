@@ -24,7 +24,7 @@ pub enum Command {
     /// Print the effective settings as TOML and exit.
     PrintConfig(ServeArgs),
     /// Drive load over the wire against any RocketMQ name server and print figures.
-    Bench(crate::bench::BenchArgs),
+    Bench(stratus_bench::BenchArgs),
 }
 
 /// Options shared by `serve` and `print-config`; each overrides the config file and env.

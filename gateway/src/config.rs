@@ -10,8 +10,157 @@ use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 
+/// The checked configuration of a node: the settings as loaded, and every value derived
+/// from them parsed once (nothing downstream re-parses a string).
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The settings as loaded and validated.
+    pub settings: Settings,
+    /// The effective metadata URL (`meta.url`, else `embedded://<data_dir>/meta.db`).
+    pub meta_url: String,
+    /// The object store `storage.object_store_url` names (else `<data_dir>/objects`).
+    pub object_store: ObjectStoreUrl,
+    /// The group-commit linger (`storage.linger`, else by object store kind).
+    pub linger: Duration,
+    /// `host:port` published for the first broker port.
+    pub advertised_addr: String,
+    /// Frame and header limits of every connection.
+    pub frame_limits: stratus_compat::FrameLimits,
+    /// Delay of each delay level, level 1 first (`broker.message_delay_level`).
+    pub delay_levels: Vec<Duration>,
+    /// The `/metrics` address; `None` when off.
+    pub metrics_addr: Option<SocketAddr>,
+}
+
+impl Config {
+    /// The default settings, checked (for tests and tools).
+    ///
+    /// # Panics
+    /// Never: the defaults are valid (a unit test checks it).
+    #[allow(clippy::expect_used)]
+    pub fn defaults() -> Self {
+        Settings::default()
+            .check()
+            .expect("the default settings are valid")
+    }
+}
+
+impl std::ops::Deref for Config {
+    type Target = Settings;
+
+    fn deref(&self) -> &Settings {
+        &self.settings
+    }
+}
+
+/// Where `storage.object_store_url` points.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ObjectStoreUrl {
+    /// `memory://`.
+    Memory,
+    /// `file://DIR`.
+    File(String),
+    /// `s3://BUCKET/PREFIX`.
+    S3 {
+        /// Bucket name.
+        bucket: String,
+        /// Key prefix, without slashes at either end.
+        prefix: String,
+    },
+}
+
+impl ObjectStoreUrl {
+    /// Parses `storage.object_store_url`.
+    ///
+    /// # Errors
+    /// An unsupported scheme, an `s3://` URL without a bucket, or a prefix that is not a
+    /// valid object path.
+    pub fn parse(url: &str) -> Result<Self, String> {
+        if url == "memory://" {
+            return Ok(Self::Memory);
+        }
+        if let Some(path) = url.strip_prefix("file://") {
+            return Ok(Self::File(path.to_owned()));
+        }
+        if let Some(rest) = url.strip_prefix("s3://") {
+            let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+            if bucket.is_empty()
+                || !bucket
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+            {
+                return Err(format!(
+                    "{url:?} needs a bucket name of letters, digits, '.', '-' or '_' (s3://bucket/prefix)"
+                ));
+            }
+            let prefix = prefix.trim_matches('/');
+            if !prefix.is_empty() {
+                object_store::path::Path::parse(prefix)
+                    .map_err(|e| format!("invalid key prefix {prefix:?}: {e}"))?;
+            }
+            return Ok(Self::S3 {
+                bucket: bucket.to_owned(),
+                prefix: prefix.to_owned(),
+            });
+        }
+        Err(format!(
+            "unsupported url {url:?} (use file://, memory:// or s3://bucket/prefix)"
+        ))
+    }
+
+    /// True for an S3 bucket.
+    pub fn is_s3(&self) -> bool {
+        matches!(self, Self::S3 { .. })
+    }
+}
+
+/// Parses delay levels (`messageDelayLevel`): whitespace-separated `<n><unit>`, unit s, m,
+/// h or d.
+///
+/// # Errors
+/// A part without a number or with another unit, or no level at all.
+pub fn parse_delay_levels(text: &str) -> Result<Vec<Duration>, String> {
+    let mut out = Vec::new();
+    for part in text.split_whitespace() {
+        let (num, unit) = part.split_at(part.len().saturating_sub(1));
+        let n: u64 = num
+            .parse()
+            .map_err(|_| format!("bad delay level {part:?}"))?;
+        let secs = match unit {
+            "s" => n,
+            "m" => n * 60,
+            "h" => n * 3600,
+            "d" => n * 86_400,
+            _ => {
+                return Err(format!(
+                    "bad unit in delay level {part:?} (use s, m, h or d)"
+                ));
+            }
+        };
+        out.push(Duration::from_secs(secs));
+    }
+    if out.is_empty() {
+        return Err("no delay levels".into());
+    }
+    Ok(out)
+}
+
+/// The `/metrics` address: `None` when `addr` is empty or `off`.
+///
+/// # Errors
+/// When `addr` is neither a socket address nor off.
+pub fn parse_metrics_addr(addr: &str) -> Result<Option<SocketAddr>, String> {
+    let addr = addr.trim();
+    if addr.is_empty() || addr.eq_ignore_ascii_case("off") {
+        return Ok(None);
+    }
+    addr.parse()
+        .map(Some)
+        .map_err(|e| format!("{addr:?} is not host:port or \"off\": {e}"))
+}
+
 /// A duration as whole milliseconds for timestamp arithmetic (saturating).
-pub(crate) fn millis(d: Duration) -> i64 {
+pub fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
@@ -499,7 +648,7 @@ impl Settings {
                 "must be between 1 byte and 15 MiB",
             );
         }
-        if let Err(e) = crate::schedule::parse_levels(&self.broker.message_delay_level) {
+        if let Err(e) = parse_delay_levels(&self.broker.message_delay_level) {
             return bad("broker.message_delay_level", &e);
         }
         if self.transaction.max_checks < 1 {
@@ -517,9 +666,10 @@ impl Settings {
                 "interval and orphan_scan_interval must be positive",
             );
         }
-        if let Err(e) = crate::metrics_http::parse_addr(&self.metrics.addr) {
+        if let Err(e) = parse_metrics_addr(&self.metrics.addr) {
             return bad("metrics.addr", &e);
         }
+
         if self.storage.upload_concurrency == 0 {
             return bad("storage.upload_concurrency", "must be at least 1");
         }
@@ -570,13 +720,34 @@ impl Settings {
         Ok(())
     }
 
-    /// The frame limits as checked types.
-    pub fn frame_limits(&self) -> stratus_compat::FrameLimits {
-        stratus_compat::FrameLimits::try_new(
+    /// Validates and parses every derived value once: the node's checked [`Config`].
+    ///
+    /// # Errors
+    /// [`ConfigError::Invalid`] naming the key.
+    pub fn check(self) -> Result<Config, ConfigError> {
+        self.validate()?;
+        let invalid = |key, why: String| ConfigError::Invalid { key, why };
+        let frame_limits = stratus_compat::FrameLimits::try_new(
             self.limits.max_frame.as_usize(),
             self.limits.max_header.as_usize(),
         )
-        .unwrap_or_default()
+        .map_err(|e| invalid("limits.max_frame", e.to_string()))?;
+        let delay_levels = parse_delay_levels(&self.broker.message_delay_level)
+            .map_err(|e| invalid("broker.message_delay_level", e))?;
+        let metrics_addr =
+            parse_metrics_addr(&self.metrics.addr).map_err(|e| invalid("metrics.addr", e))?;
+        let object_store = ObjectStoreUrl::parse(&self.object_store_url())
+            .map_err(|e| invalid("storage.object_store_url", e))?;
+        Ok(Config {
+            meta_url: self.meta_url(),
+            linger: self.linger(),
+            advertised_addr: self.advertised_addr(),
+            object_store,
+            frame_limits,
+            delay_levels,
+            metrics_addr,
+            settings: self,
+        })
     }
 
     /// The effective metadata URL.
@@ -598,7 +769,7 @@ impl Settings {
     }
 
     /// The group-commit linger: `storage.linger`, else 5 ms on S3 and 2 ms elsewhere.
-    pub fn linger(&self) -> Duration {
+    fn linger(&self) -> Duration {
         self.storage.linger.unwrap_or_else(|| {
             if self.object_store_url().starts_with("s3://") {
                 Duration::from_millis(5)
@@ -769,5 +940,83 @@ mod tests {
         let mut s = Settings::default();
         s.retention.interval = Duration::ZERO;
         assert!(s.validate().unwrap_err().to_string().contains("retention."));
+    }
+    #[test]
+    fn urls_parse_into_targets() {
+        assert_eq!(
+            ObjectStoreUrl::parse("memory://").unwrap(),
+            ObjectStoreUrl::Memory
+        );
+        assert_eq!(
+            ObjectStoreUrl::parse("file:///tmp/x").unwrap(),
+            ObjectStoreUrl::File("/tmp/x".into())
+        );
+        assert_eq!(
+            ObjectStoreUrl::parse("s3://bucket").unwrap(),
+            ObjectStoreUrl::S3 {
+                bucket: "bucket".into(),
+                prefix: String::new()
+            }
+        );
+        assert_eq!(
+            ObjectStoreUrl::parse("s3://my-bucket/cluster-a/x/").unwrap(),
+            ObjectStoreUrl::S3 {
+                bucket: "my-bucket".into(),
+                prefix: "cluster-a/x".into()
+            }
+        );
+    }
+
+    #[test]
+    fn bad_urls_name_the_setting() {
+        for url in [
+            "s3://",
+            "s3:///prefix",
+            "s3://bad bucket/x",
+            "gs://b/x",
+            "s3://b/a/../c",
+        ] {
+            let e = ObjectStoreUrl::parse(url).unwrap_err();
+            assert!(
+                Settings {
+                    storage: StorageSettings {
+                        object_store_url: Some(url.into()),
+                        ..StorageSettings::default()
+                    },
+                    ..Settings::default()
+                }
+                .check()
+                .unwrap_err()
+                .to_string()
+                .contains("storage.object_store_url"),
+                "{url}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn delay_levels_parse_like_the_reference() {
+        let l = parse_delay_levels("1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h")
+            .unwrap();
+        assert_eq!(l.len(), 18);
+        assert_eq!(l[2], Duration::from_secs(10));
+        assert_eq!(l[17], Duration::from_secs(7200));
+        assert_eq!(
+            parse_delay_levels("1d").unwrap(),
+            vec![Duration::from_secs(86_400)]
+        );
+        assert!(parse_delay_levels("5x").is_err());
+        assert!(parse_delay_levels("").is_err());
+    }
+
+    #[test]
+    fn metrics_addresses_parse_or_are_off() {
+        assert_eq!(parse_metrics_addr("off"), Ok(None));
+        assert_eq!(parse_metrics_addr(""), Ok(None));
+        assert_eq!(
+            parse_metrics_addr("127.0.0.1:5557"),
+            Ok(Some("127.0.0.1:5557".parse().unwrap()))
+        );
+        assert!(parse_metrics_addr("localhost").is_err());
     }
 }

@@ -1,113 +1,224 @@
-//! Gateway errors and their one mapping to RocketMQ response codes.
+//! The gateway's errors, protocol-neutral. Each variant carries its data (names, ids,
+//! offsets) and its text is the reference broker's wording, written here once. Each front
+//! end maps them to its protocol's codes in one place (RocketMQ: `remoting/codes.rs`).
 
-use stratus_compat::{HeaderError, ResponseCode};
-use stratus_meta::MetaError;
+use stratus_compat::HeaderError;
+use stratus_compat::topic::TopicNameError;
+use stratus_meta::{MetaError, ShardId};
 use stratus_segments::SegmentError;
 use thiserror::Error;
 
-/// Anything a request processor can fail with.
+/// Anything a request can fail with.
 #[derive(Debug, Error)]
 pub(crate) enum GatewayError {
     /// A header field is missing or malformed.
     #[error("{0}")]
     Header(#[from] HeaderError),
-    /// The request carries an invalid parameter (topic name, queue id …).
+    /// A topic name breaks the naming rules.
+    #[error("{0}")]
+    TopicName(#[from] TopicNameError),
+    /// Another invalid parameter.
     #[error("{0}")]
     InvalidParameter(String),
-    /// The message is illegal (too large, bad properties, batch to a retry topic).
-    #[error("{0}")]
-    MessageIllegal(String),
+    /// A send names a queue the topic does not have.
+    #[error(
+        "request queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.writeQueueNums:[{write_queues}] consumerQueueNums:[{read_queues}]"
+    )]
+    SendQueueIllegal {
+        /// Queue asked for.
+        queue_id: i32,
+        /// Topic.
+        topic: String,
+        /// The topic's write queues.
+        write_queues: i32,
+        /// The topic's read queues.
+        read_queues: i32,
+    },
+    /// A pull names a queue the topic does not have.
+    #[error(
+        "queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{read_queues}] consumer:[{consumer}]"
+    )]
+    PullQueueIllegal {
+        /// Queue asked for.
+        queue_id: i32,
+        /// Topic.
+        topic: String,
+        /// The topic's read queues.
+        read_queues: i32,
+        /// The consumer's address.
+        consumer: std::net::SocketAddr,
+    },
+    /// Admin: a user topic may not take a system topic's name.
+    #[error("The topic[{topic}] is conflict with system topic.")]
+    SystemTopicConflict {
+        /// Topic.
+        topic: String,
+    },
+    /// A group name too long for its retry or dead-letter topic.
+    #[error("group name too long for {topic}")]
+    GroupNameTooLong {
+        /// The retry or dead-letter topic it would make.
+        topic: String,
+    },
+    /// A message body larger than `broker.max_message_size`.
+    #[error("the message body size {size} is greater than the max message size {max}")]
+    BodyTooLarge {
+        /// Body bytes.
+        size: usize,
+        /// Limit.
+        max: usize,
+    },
+    /// Encoded properties longer than their 16-bit length allows.
+    #[error("the message properties length {len} is greater than {max}")]
+    PropertiesTooLong {
+        /// Encoded length.
+        len: usize,
+        /// Limit.
+        max: usize,
+    },
+    /// A batch sent to a retry topic.
+    #[error("batch request does not support retry group")]
+    BatchToRetryTopic,
+    /// A batch body that does not decode.
+    #[error("malformed batch body: {0}")]
+    MalformedBatch(String),
+    /// A batch with no message.
+    #[error("empty batch")]
+    EmptyBatch,
+    /// A timer property that is not a number.
+    #[error("timer property {key} is not a number: {value:?}")]
+    BadTimerProperty {
+        /// Property name.
+        key: &'static str,
+        /// Its value.
+        value: String,
+    },
     /// The topic does not exist and cannot be created.
-    #[error("{0}")]
-    TopicNotExist(String),
-    /// The topic or broker is not writable/readable, or a reserved topic.
-    #[error("{0}")]
-    NoPermission(String),
+    #[error("topic[{topic}] not exist, apply first please!")]
+    TopicNotExist {
+        /// Topic.
+        topic: String,
+    },
+    /// A consumer-offset update for a topic this node does not know.
+    #[error("topic[{topic}] not exist")]
+    UnknownTopic {
+        /// Topic.
+        topic: String,
+    },
+    /// A system topic clients may not send to.
+    #[error("Sending message to topic[{topic}] is forbidden.")]
+    NotSendable {
+        /// Topic.
+        topic: String,
+    },
+    /// The topic is not writable.
+    #[error("the topic[{topic}] sending message is forbidden")]
+    NotWritable {
+        /// Topic.
+        topic: String,
+    },
+    /// The topic is not readable.
+    #[error("the topic[{topic}] pulling message is forbidden")]
+    NotReadable {
+        /// Topic.
+        topic: String,
+    },
     /// The subscription expression does not compile.
     #[error("{0}")]
     SubscriptionParseFailed(String),
-    /// No subscription for the pull.
-    #[error("{0}")]
-    SubscriptionNotExist(String),
+    /// A pull of a group that has not sent a heartbeat.
+    #[error("the consumer's group info not exist, group: {group}")]
+    GroupNotExist {
+        /// Consumer group.
+        group: String,
+    },
+    /// A pull of a topic the group does not subscribe.
+    #[error("the consumer's subscription not exist, group: {group}, topic: {topic}")]
+    SubscriptionNotExist {
+        /// Consumer group.
+        group: String,
+        /// Topic.
+        topic: String,
+    },
     /// The stored subscription is older than the pull's.
-    #[error("{0}")]
-    SubscriptionNotLatest(String),
-    /// The shard is not owned by this node.
-    #[error("{0}")]
-    ServiceNotAvailable(String),
-    /// A bound was hit.
-    #[error("{0}")]
-    Busy(String),
-    /// The request is known but not supported by Stratus (yet).
-    #[error("{0}")]
-    NotSupported(String),
-    /// A system error with a client-safe message (e.g. "no consumer for this group").
-    #[error("{0}")]
-    System(String),
+    #[error(
+        "the consumer's subscription not latest, group: {group} subscription version: {version}"
+    )]
+    SubscriptionNotLatest {
+        /// Consumer group.
+        group: String,
+        /// The stored subscription's version.
+        version: i64,
+    },
+    /// A group with no live consumer.
+    #[error("no consumer for this group, {group}")]
+    NoConsumer {
+        /// Consumer group.
+        group: String,
+    },
+    /// The shard a request targets is not owned by this node (`None`: the one its broker
+    /// name or port named could not be resolved).
+    #[error("{}", match .shard { Some(s) => format!("shard {s} is not owned here"), None => "the shard is not owned by this node".to_owned() })]
+    ShardNotOwned {
+        /// The shard, when known.
+        shard: Option<ShardId>,
+    },
+    /// Too many requests in flight on one connection.
+    #[error("[OVERLOAD]too many requests in flight on this connection")]
+    Overloaded,
+    /// A request code Stratus does not serve (yet).
+    #[error(" request type {code} not supported")]
+    NotSupported {
+        /// Request code.
+        code: i32,
+    },
+    /// No message is stored at a commit-log offset (query by id).
+    #[error("can not find message by the offset, {offset}")]
+    NoMessageAtOffset {
+        /// Commit-log offset.
+        offset: i64,
+    },
+    /// No message is stored at a commit-log offset (transactions, send-back).
+    #[error("look message by offset failed, {offset}")]
+    LookMessageFailed {
+        /// Commit-log offset.
+        offset: i64,
+    },
+    /// END_TRANSACTION: an offset that names no shard.
+    #[error("The commit log offset wrong: {offset}")]
+    CommitLogOffsetWrong {
+        /// Commit-log offset.
+        offset: i64,
+    },
+    /// END_TRANSACTION: another end of the same half message is under way.
+    #[error("the transaction is already being ended")]
+    TransactionBeingEnded,
+    /// END_TRANSACTION: the producer group differs from the half message's.
+    #[error("The producer group wrong")]
+    ProducerGroupWrong,
+    /// END_TRANSACTION: the half-queue offset differs from the half message's.
+    #[error("The transaction state table offset wrong")]
+    TranStateTableOffsetWrong,
+    /// A stored record that does not decode.
+    #[error("corrupt {what}: {detail}")]
+    CorruptRecord {
+        /// What the record was (half message, scheduled message, …).
+        what: &'static str,
+        /// The decoder's message.
+        detail: String,
+    },
+    /// The client's connection closed while its request waited.
+    #[error("connection closed")]
+    ConnectionClosed,
+    /// A JSON body that cannot be encoded.
+    #[error("encode body: {0}")]
+    EncodeBody(String),
     /// Storage failure.
     #[error("storage: {0}")]
     Segment(#[from] SegmentError),
     /// Metadata failure.
     #[error("metadata: {0}")]
     Meta(#[from] MetaError),
-}
-
-impl GatewayError {
-    /// The response code for this error. Exhaustive, no `_` arm: a new variant needs a
-    /// decision.
-    pub(crate) fn response_code(&self) -> ResponseCode {
-        match self {
-            Self::Header(_) => ResponseCode::SystemError,
-            Self::InvalidParameter(_) => ResponseCode::InvalidParameter,
-            Self::MessageIllegal(_) => ResponseCode::MessageIllegal,
-            Self::TopicNotExist(_) => ResponseCode::TopicNotExist,
-            Self::NoPermission(_) => ResponseCode::NoPermission,
-            Self::SubscriptionParseFailed(_) => ResponseCode::SubscriptionParseFailed,
-            Self::SubscriptionNotExist(_) => ResponseCode::SubscriptionNotExist,
-            Self::SubscriptionNotLatest(_) => ResponseCode::SubscriptionNotLatest,
-            Self::ServiceNotAvailable(_) => ResponseCode::ServiceNotAvailable,
-            Self::Busy(_) => ResponseCode::SystemBusy,
-            Self::NotSupported(_) => ResponseCode::RequestCodeNotSupported,
-            Self::System(_) => ResponseCode::SystemError,
-            Self::Segment(e) => match e {
-                SegmentError::Busy => ResponseCode::SystemBusy,
-                SegmentError::Timeout(_) => ResponseCode::FlushDiskTimeout,
-                SegmentError::Fenced(_)
-                | SegmentError::NotOwned(_)
-                | SegmentError::ShuttingDown => ResponseCode::ServiceNotAvailable,
-                SegmentError::ObjectStore { .. } | SegmentError::Meta(_) => {
-                    ResponseCode::ServiceNotAvailable
-                }
-                SegmentError::Corrupt { .. } => ResponseCode::SystemError,
-            },
-            Self::Meta(e) => match e {
-                MetaError::Fenced { .. } | MetaError::Unavailable(_) => {
-                    ResponseCode::ServiceNotAvailable
-                }
-                MetaError::NotFound { .. }
-                | MetaError::Conflict(_)
-                | MetaError::Corrupt(_)
-                | MetaError::Config(_) => ResponseCode::SystemError,
-            },
-        }
-    }
-
-    /// A message safe to show clients. Internal failures are summarised; details go to the
-    /// log where they are handled.
-    pub(crate) fn remark(&self) -> String {
-        match self {
-            Self::Segment(SegmentError::Busy) => {
-                "[REJECTREQUEST]system busy, start flow control for a while".into()
-            }
-            Self::Segment(SegmentError::Timeout(_)) => "segment not durable in time".into(),
-            Self::Segment(SegmentError::Fenced(s)) => format!("shard {s} is no longer owned here"),
-            Self::Segment(SegmentError::NotOwned(s)) => format!("shard {s} is not owned here"),
-            Self::Segment(SegmentError::ShuttingDown) => "node is shutting down".into(),
-            Self::Segment(_) => "storage error".into(),
-            Self::Meta(_) => "metadata error".into(),
-            other => other.to_string(),
-        }
-    }
 }
 
 /// Result alias.

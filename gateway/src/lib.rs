@@ -1,25 +1,18 @@
 //! Stratus gateway: a RocketMQ-compatible name server and broker whose messages live in
-//! object storage. `main.rs` is thin; [`app::App`] composes everything.
+//! object storage.
+//!
+//! Read top-down: [`app`] composes a node — the protocol-neutral core in [`node`] (storage,
+//! meta, topics, shards), the RocketMQ front end in `remoting` (connections, dispatch,
+//! processors, RocketMQ's re-stores), and the background services in `services`
+//! (membership and leases, delay levels, timers, transaction checks, retention,
+//! housekeeping, metrics). Data flows one way: `app` → `services` → `remoting` → `node`.
+//! `main.rs` is thin.
 
 pub mod app;
-pub mod bench;
 pub mod cli;
 pub mod config;
-mod dispatch;
 mod error;
-mod filter;
-mod housekeeping;
-mod lease;
-mod locks;
 mod metrics;
-mod metrics_http;
-mod net;
-mod objects;
-mod processor;
-mod registry;
-mod restore;
-mod retention;
-mod schedule;
-mod shard;
-mod topics;
-mod transaction;
+pub mod node;
+mod remoting;
+mod services;

@@ -58,6 +58,6 @@ async fn main() -> anyhow::Result<()> {
             tracing::info!(addrs = ?app.local_addrs(), "stratus ready");
             app.run(shutdown_signal()).await
         }
-        Command::Bench(args) => stratus_gateway::bench::run(args).await,
+        Command::Bench(args) => stratus_bench::run(args).await,
     }
 }

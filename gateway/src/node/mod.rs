@@ -1,14 +1,27 @@
-//! Composition root: builds the components (object store, meta, clock, storage), owns the
-//! root cancellation token, runs the listeners and shuts everything down in order.
+//! The node core, shared by every protocol front end: storage (writer, reader, caches,
+//! queue heads), metadata, the topic table, the shards this node owns and the cluster's
+//! routes, built from a checked [`Config`] and its components without binding a socket.
+//!
+//! What a front end asks of the core is in protocol-neutral types: [`append`] (append
+//! messages, await durability), [`queues`] (bounds, reads, waiting for new messages with a
+//! bounded budget of parked waits), [`offsets`] (consumer offsets), [`topics`] and
+//! [`shards`]. No module here knows a wire protocol.
+
+pub(crate) mod append;
+pub(crate) mod objects;
+pub(crate) mod offsets;
+pub(crate) mod queues;
+pub(crate) mod shards;
+pub(crate) mod topics;
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::Context;
 use object_store::ObjectStore;
 use stratus_meta::{MetaStore, NodeId};
+use stratus_segments::cache::{Cache, CacheConfig};
 use stratus_segments::clock::{Clock, SystemClock};
 use stratus_segments::heads::QueueHeads;
 use stratus_segments::reader::Reader;
@@ -17,137 +30,139 @@ use stratus_segments::writer::{Writer, WriterConfig};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tracing::{info, warn};
 
-use crate::config::Settings;
-use crate::registry::Registry;
-use crate::shard::{OwnedShards, RouteTable};
-use crate::topics::TopicTable;
+use crate::config::Config;
+use objects::Objects;
+use shards::{OwnedShards, RouteTable};
+use topics::TopicTable;
 
-/// Shared state every processor reads.
+/// The components a node is built from: everything that does I/O, opened beforehand.
 #[derive(Debug)]
-pub(crate) struct Broker {
-    pub(crate) settings: Settings,
+pub struct Components {
+    /// The metadata store.
+    pub meta: Arc<dyn MetaStore>,
+    /// The object store segments go to.
+    pub store: Arc<dyn ObjectStore>,
+    /// Prefix of every object key (the part of an `s3://` URL after the bucket).
+    pub key_prefix: String,
+    /// Time.
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Components {
+    /// Opens what `config` names: the metadata database (creating the embedded one's
+    /// directory), and the object store unless `store` is given (tests inject faults
+    /// through it); an S3 store is probed first.
+    ///
+    /// # Errors
+    /// A start-up failure naming the setting involved.
+    pub async fn open(
+        config: &Config,
+        store: Option<Arc<dyn ObjectStore>>,
+    ) -> anyhow::Result<Self> {
+        std::fs::create_dir_all(&config.node.data_dir).with_context(|| {
+            format!(
+                "node.data_dir: cannot create {}",
+                config.node.data_dir.display()
+            )
+        })?;
+        if let Some(p) = config.meta_url.strip_prefix("embedded://")
+            && let Some(parent) = Path::new(p).parent()
+        {
+            std::fs::create_dir_all(parent).ok();
+        }
+        let meta = stratus_meta::open(&config.meta_url)
+            .await
+            .with_context(|| format!("meta.url: cannot open {}", config.meta_url))?;
+        let objects = match store {
+            Some(store) => Objects {
+                store,
+                key_prefix: String::new(),
+            },
+            None => objects::open(&config.object_store, &config.storage).await?,
+        };
+        Ok(Self {
+            meta,
+            store: objects.store,
+            key_prefix: objects.key_prefix,
+            clock: Arc::new(SystemClock),
+        })
+    }
+}
+
+/// One node: the state every front end and background service reads.
+#[derive(Debug)]
+pub struct Node {
+    pub(crate) config: Config,
     pub(crate) meta: Arc<dyn MetaStore>,
     pub(crate) writer: Writer,
     pub(crate) reader: Reader,
     /// The object store, for retention's deletes and the orphan scan.
     pub(crate) store: SegmentStore,
     /// The read caches, dropped for deleted objects and exported as metrics.
-    pub(crate) cache: Arc<stratus_segments::cache::Cache>,
+    pub(crate) cache: Arc<Cache>,
     pub(crate) heads: Arc<QueueHeads>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) topics: TopicTable,
-    pub(crate) registry: Registry,
     pub(crate) shards: OwnedShards,
     /// Where every shard of the cluster is served (routes).
     pub(crate) routes: RouteTable,
-    /// Budget of open connections, over every port.
+    /// Budget of open connections, over every port and protocol.
     pub(crate) conn_limit: Arc<Semaphore>,
-    pub(crate) transactions: crate::transaction::Transactions,
-    pub(crate) locks: crate::locks::QueueLocks,
     /// Address published in routes for the first broker port (shard `s`: port + `s`).
     pub(crate) advertised: String,
-    /// The same as a socket address (STOREHOST of records, offset message ids).
+    /// The same as a socket address (the store host of records, offset message ids).
     pub(crate) store_host: SocketAddr,
-    /// Budget of parked long-poll pulls.
+    /// Budget of parked waits for new messages (long polling).
     pub(crate) parked: Arc<Semaphore>,
+    /// The root token: cancelled first at shutdown; every task's token descends from it.
     pub(crate) cancel: CancellationToken,
+    /// Every task the node spawns, awaited at shutdown.
     pub(crate) tracker: TaskTracker,
 }
 
-/// A running node.
-#[derive(Debug)]
-pub struct App {
-    broker: Arc<Broker>,
-    listeners: Vec<(SocketAddr, tokio::net::TcpListener)>,
-    /// The `/metrics` listener (`metrics.addr`), unless off.
-    metrics: Option<tokio::net::TcpListener>,
-}
-
-impl App {
-    /// Builds every component and binds the listeners.
+impl Node {
+    /// Builds a node from checked config and opened components. Starts the writer's
+    /// background task; binds nothing.
     ///
     /// # Errors
-    /// Any start-up failure, naming the setting involved.
-    pub async fn build(settings: Settings) -> anyhow::Result<Self> {
-        Self::build_with(settings, None).await
-    }
-
-    /// Like [`App::build`], with `object_store` instead of the one
-    /// `storage.object_store_url` names (tests inject faults through it).
-    ///
-    /// # Errors
-    /// As [`App::build`].
-    pub async fn build_with_object_store(
-        settings: Settings,
-        object_store: Arc<dyn ObjectStore>,
-    ) -> anyhow::Result<Self> {
-        Self::build_with(settings, Some(object_store)).await
-    }
-
-    async fn build_with(
-        settings: Settings,
-        injected: Option<Arc<dyn ObjectStore>>,
-    ) -> anyhow::Result<Self> {
-        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-        std::fs::create_dir_all(&settings.node.data_dir).with_context(|| {
-            format!(
-                "node.data_dir: cannot create {}",
-                settings.node.data_dir.display()
-            )
-        })?;
-        let meta_url = settings.meta_url();
-        if let Some(p) = meta_url.strip_prefix("embedded://")
-            && let Some(parent) = Path::new(p).parent()
-        {
-            std::fs::create_dir_all(parent).ok();
-        }
-        let meta = stratus_meta::open(&meta_url)
-            .await
-            .with_context(|| format!("meta.url: cannot open {meta_url}"))?;
-        let objects = match injected {
-            Some(store) => crate::objects::Objects {
-                store,
-                key_prefix: String::new(),
-            },
-            None => crate::objects::open(&settings.object_store_url(), &settings.storage).await?,
-        };
+    /// An advertised address that does not resolve, or meta failing to load the topics.
+    pub async fn new(config: Config, components: Components) -> anyhow::Result<Self> {
+        let Components {
+            meta,
+            store,
+            key_prefix,
+            clock,
+        } = components;
         let store = SegmentStore::new(
-            objects.store,
+            store,
             StoreConfig {
-                multipart_threshold: settings.storage.multipart_threshold.as_usize(),
+                multipart_threshold: config.storage.multipart_threshold.as_usize(),
                 ..StoreConfig::default()
             },
         );
-
-        let advertised = settings.advertised_addr();
+        let advertised = config.advertised_addr.clone();
         let store_host = advertised
             .to_socket_addrs()
             .ok()
             .and_then(|mut a| a.find(SocketAddr::is_ipv4))
             .with_context(|| format!("listen.advertised_addr: cannot resolve {advertised}"))?;
-
         let cancel = CancellationToken::new();
-        let tracker = TaskTracker::new();
         let heads = Arc::new(QueueHeads::default());
-        let cache = Arc::new(stratus_segments::cache::Cache::new(
-            stratus_segments::cache::CacheConfig {
-                tail_bytes: settings.storage.tail_cache.as_u64(),
-                block_bytes: settings.storage.block_cache.as_u64(),
-                footer_bytes: settings.storage.footer_cache.as_u64(),
-                ..Default::default()
-            },
-        ));
-        let node = NodeId(settings.node.id.clone());
+        let cache = Arc::new(Cache::new(CacheConfig {
+            tail_bytes: config.storage.tail_cache.as_u64(),
+            block_bytes: config.storage.block_cache.as_u64(),
+            footer_bytes: config.storage.footer_cache.as_u64(),
+            ..Default::default()
+        }));
         let writer = Writer::start(
             WriterConfig {
-                max_segment_bytes: settings.storage.segment_max_bytes.as_usize(),
-                linger: settings.linger(),
-                max_buffered_bytes: settings.storage.max_buffered_bytes.as_usize(),
-                upload_concurrency: settings.storage.upload_concurrency,
-                durable_timeout: settings.storage.durable_timeout,
-                key_prefix: objects.key_prefix,
+                max_segment_bytes: config.storage.segment_max_bytes.as_usize(),
+                linger: config.linger,
+                max_buffered_bytes: config.storage.max_buffered_bytes.as_usize(),
+                upload_concurrency: config.storage.upload_concurrency,
+                durable_timeout: config.storage.durable_timeout,
+                key_prefix,
                 ..Default::default()
             },
             store.clone(),
@@ -155,22 +170,21 @@ impl App {
             clock.clone(),
             heads.clone(),
             cache.clone(),
-            node.clone(),
+            NodeId(config.node.id.clone()),
             cancel.child_token(),
         );
         let reader = Reader::new(store.clone(), meta.clone(), cache.clone(), heads.clone());
         let topics = TopicTable::load(
             meta.clone(),
-            settings.broker.default_topic_queue_nums,
-            settings.broker.auto_create_topic,
+            config.broker.default_topic_queue_nums,
+            config.broker.auto_create_topic,
         )
         .await
         .context("load topics from meta")?;
-
-        let broker = Arc::new(Broker {
-            parked: Arc::new(Semaphore::new(settings.limits.max_parked_pulls)),
-            conn_limit: Arc::new(Semaphore::new(settings.limits.max_connections)),
-            settings,
+        Ok(Self {
+            parked: Arc::new(Semaphore::new(config.limits.max_parked_pulls)),
+            conn_limit: Arc::new(Semaphore::new(config.limits.max_connections)),
+            config,
             meta,
             writer,
             reader,
@@ -179,119 +193,85 @@ impl App {
             heads,
             clock,
             topics,
-            registry: Registry::default(),
             shards: OwnedShards::default(),
             routes: RouteTable::default(),
-            transactions: crate::transaction::Transactions::default(),
-            locks: crate::locks::QueueLocks::default(),
             advertised,
             store_host,
             cancel,
-            tracker,
-        });
-        // The name-server port first; each shard's port is bound when the shard is taken.
-        let mut listeners = Vec::new();
-        let addr = broker.settings.listen.namesrv_addr;
-        let l = tokio::net::TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("listen.namesrv_addr: cannot bind {addr}"))?;
-        listeners.push((l.local_addr()?, l));
-        crate::lease::start(&broker).await?;
-        let metrics = match crate::metrics_http::parse_addr(&broker.settings.metrics.addr) {
-            Ok(Some(addr)) => Some(
-                tokio::net::TcpListener::bind(addr)
-                    .await
-                    .with_context(|| format!("metrics.addr: cannot bind {addr}"))?,
-            ),
-            Ok(None) => None,
-            Err(e) => anyhow::bail!("metrics.addr: {e}"),
-        };
-        Ok(Self {
-            broker,
-            listeners,
-            metrics,
+            tracker: TaskTracker::new(),
         })
     }
 
-    /// Address of the `/metrics` endpoint, unless it is off.
-    pub fn metrics_addr(&self) -> Option<SocketAddr> {
-        self.metrics.as_ref().and_then(|l| l.local_addr().ok())
-    }
-
-    /// Addresses actually bound (useful with port 0).
-    pub fn local_addrs(&self) -> Vec<SocketAddr> {
-        self.listeners.iter().map(|(a, _)| *a).collect()
-    }
-
-    /// Serves until `shutdown` completes, then shuts down in order: stop accepting, commit
-    /// pending sends, release shards, close meta.
-    ///
-    /// # Errors
-    /// When shutdown exceeds its grace period.
-    pub async fn run(self, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
-        let broker = self.broker;
-        for (addr, l) in self.listeners {
-            info!(%addr, "listening");
-            broker.tracker.spawn(crate::net::listener::run(
-                l,
-                broker.clone(),
-                broker.conn_limit.clone(),
-                crate::net::listener::Serves {
-                    shard: None,
-                    stop: broker.cancel.child_token(),
-                },
-            ));
-        }
-        broker.tracker.spawn(crate::lease::keep(broker.clone()));
-        if let Some(l) = self.metrics {
-            let state = crate::metrics_http::ScrapeState {
-                cache: broker.cache.clone(),
-                parked: broker.parked.clone(),
-                max_parked: broker.settings.limits.max_parked_pulls,
-            };
-            let cancel = broker.cancel.child_token();
-            broker
-                .tracker
-                .spawn(crate::metrics_http::run(l, state, cancel));
-        }
-        broker.tracker.spawn(crate::retention::run(broker.clone()));
-        broker
-            .tracker
-            .spawn(crate::retention::run_orphan_scan(broker.clone()));
-        broker
-            .tracker
-            .spawn(crate::housekeeping::run(broker.clone()));
-        broker
-            .tracker
-            .spawn(crate::transaction::run_checker(broker.clone()));
-        broker.tracker.spawn(crate::schedule::run(broker.clone()));
-        broker
-            .tracker
-            .spawn(crate::schedule::run_timers(broker.clone()));
-        shutdown.await;
-        info!("shutting down");
-        let grace = broker.settings.node.shutdown_grace;
-        let b = broker.clone();
-        let ordered = async move {
-            b.cancel.cancel();
-            if let Err(e) = b.writer.shutdown().await {
-                warn!(error = %e, "final flush failed");
-            }
-            crate::lease::release_all(&b).await;
-            b.tracker.close();
-            b.tracker.wait().await;
-            b.meta.close().await;
-        };
-        #[allow(clippy::disallowed_methods)] // the shutdown deadline is wall-clock by design
-        let res = tokio::time::timeout(grace, ordered).await;
-        match res {
-            Ok(()) => Ok(()),
-            Err(_) => anyhow::bail!("shutdown exceeded node.shutdown_grace ({grace:?})"),
-        }
+    /// This node's id in meta.
+    pub(crate) fn id(&self) -> NodeId {
+        NodeId(self.config.node.id.clone())
     }
 }
 
-/// How long to wait between lease renewals: a third of the TTL.
-pub(crate) fn renew_interval(ttl: Duration) -> Duration {
-    (ttl / 3).max(Duration::from_millis(100))
+#[cfg(test)]
+pub(crate) mod testing {
+    //! A node on an in-memory object store and in-memory metadata, with a manual clock and
+    //! every shard of `node.shards` owned (no membership loop, no socket).
+
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use stratus_meta::ShardId;
+    use stratus_segments::clock::ManualClock;
+
+    use super::{Components, Node};
+    use crate::config::{Config, Settings};
+
+    /// A test node and its clock.
+    pub(crate) struct TestNode {
+        pub(crate) node: Arc<Node>,
+        pub(crate) clock: Arc<ManualClock>,
+    }
+
+    /// Builds a test node with `adjust` applied to the default settings.
+    pub(crate) async fn node_with(adjust: impl FnOnce(&mut Settings)) -> TestNode {
+        let mut s = Settings::default();
+        s.storage.object_store_url = Some("memory://".into());
+        s.meta.url = Some("memory://".into());
+        s.storage.linger = Some(Duration::from_millis(1));
+        adjust(&mut s);
+        let config: Config = s.check().expect("valid test settings");
+        let clock = ManualClock::new(1_700_000_000_000);
+        let meta = stratus_meta::open("memory://").await.expect("meta");
+        let shards = config.node.shards;
+        let components = Components {
+            meta: meta.clone(),
+            store: Arc::new(object_store::memory::InMemory::new()),
+            key_prefix: String::new(),
+            clock: clock.clone(),
+        };
+        let node = Arc::new(Node::new(config, components).await.expect("node"));
+        meta.ensure_shards(shards).await.expect("shards");
+        for s in 0..shards {
+            let shard = ShardId(s);
+            let lease = meta
+                .acquire_shard(shard, &node.id(), clock_now(&clock), 60_000)
+                .await
+                .expect("acquire")
+                .expect("free");
+            let state = meta.shard_state(shard).await.expect("state");
+            node.writer.open_shard(shard, lease.epoch, state);
+            node.shards.insert(shard, lease.epoch);
+        }
+        TestNode { node, clock }
+    }
+
+    /// A test node on the default settings.
+    #[allow(
+        dead_code,
+        reason = "for node-level tests; front-end tests use remoting::testing"
+    )]
+    pub(crate) async fn node() -> TestNode {
+        node_with(|_| {}).await
+    }
+
+    fn clock_now(clock: &ManualClock) -> i64 {
+        use stratus_segments::clock::Clock;
+        clock.now_ms()
+    }
 }

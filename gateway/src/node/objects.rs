@@ -19,7 +19,7 @@ use object_store::{ClientOptions, ObjectStore, ObjectStoreExt, PutMode, PutPaylo
 use rand::{Rng, SeedableRng};
 use tracing::{info, warn};
 
-use crate::config::StorageSettings;
+use crate::config::{ObjectStoreUrl, StorageSettings};
 
 /// Longest time the start-up probe of an S3 store may take.
 pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -34,72 +34,20 @@ pub(crate) struct Objects {
     pub(crate) key_prefix: String,
 }
 
-/// Where `storage.object_store_url` points.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Target {
-    /// `memory://`.
-    Memory,
-    /// `file://DIR`.
-    File(String),
-    /// `s3://BUCKET/PREFIX`.
-    S3 {
-        /// Bucket name.
-        bucket: String,
-        /// Key prefix, without slashes at either end.
-        prefix: String,
-    },
-}
-
-/// Parses `storage.object_store_url`.
-///
-/// # Errors
-/// An unsupported scheme, an `s3://` URL without a bucket, or a prefix that is not a valid
-/// object path; the message names the setting.
-pub(crate) fn parse_url(url: &str) -> anyhow::Result<Target> {
-    if url == "memory://" {
-        return Ok(Target::Memory);
-    }
-    if let Some(path) = url.strip_prefix("file://") {
-        return Ok(Target::File(path.to_owned()));
-    }
-    if let Some(rest) = url.strip_prefix("s3://") {
-        let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
-        if bucket.is_empty()
-            || !bucket
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
-        {
-            anyhow::bail!(
-                "storage.object_store_url: {url:?} needs a bucket name of letters, digits, '.', '-' or '_' (s3://bucket/prefix)"
-            );
-        }
-        let prefix = prefix.trim_matches('/');
-        if !prefix.is_empty() {
-            Path::parse(prefix).map_err(|e| {
-                anyhow::anyhow!("storage.object_store_url: invalid key prefix {prefix:?}: {e}")
-            })?;
-        }
-        return Ok(Target::S3 {
-            bucket: bucket.to_owned(),
-            prefix: prefix.to_owned(),
-        });
-    }
-    anyhow::bail!(
-        "storage.object_store_url: unsupported url {url:?} (use file://, memory:// or s3://bucket/prefix)"
-    )
-}
-
 /// Opens the store `url` names; an S3 store is probed first (see the module doc).
 ///
 /// # Errors
 /// A bad URL or setting, or a failed probe; the message names the setting to fix.
-pub(crate) async fn open(url: &str, storage: &StorageSettings) -> anyhow::Result<Objects> {
-    match parse_url(url)? {
-        Target::Memory => Ok(Objects {
+pub(crate) async fn open(
+    url: &ObjectStoreUrl,
+    storage: &StorageSettings,
+) -> anyhow::Result<Objects> {
+    match url.clone() {
+        ObjectStoreUrl::Memory => Ok(Objects {
             store: Arc::new(object_store::memory::InMemory::new()),
             key_prefix: String::new(),
         }),
-        Target::File(path) => {
+        ObjectStoreUrl::File(path) => {
             std::fs::create_dir_all(&path).with_context(|| {
                 format!("storage.object_store_url: cannot create directory {path}")
             })?;
@@ -111,7 +59,7 @@ pub(crate) async fn open(url: &str, storage: &StorageSettings) -> anyhow::Result
                 key_prefix: String::new(),
             })
         }
-        Target::S3 { bucket, prefix } => {
+        ObjectStoreUrl::S3 { bucket, prefix } => {
             let store: Arc<dyn ObjectStore> = Arc::new(build_s3(&bucket, storage)?);
             let where_ = describe_endpoint(&bucket, storage);
             probe(store.as_ref(), &prefix, &bucket, storage)
@@ -312,43 +260,6 @@ fn explain(
 mod tests {
     use super::*;
 
-    #[test]
-    fn urls_parse_into_targets() {
-        assert_eq!(parse_url("memory://").unwrap(), Target::Memory);
-        assert_eq!(
-            parse_url("file:///tmp/x").unwrap(),
-            Target::File("/tmp/x".into())
-        );
-        assert_eq!(
-            parse_url("s3://bucket").unwrap(),
-            Target::S3 {
-                bucket: "bucket".into(),
-                prefix: String::new()
-            }
-        );
-        assert_eq!(
-            parse_url("s3://my-bucket/cluster-a/x/").unwrap(),
-            Target::S3 {
-                bucket: "my-bucket".into(),
-                prefix: "cluster-a/x".into()
-            }
-        );
-    }
-
-    #[test]
-    fn bad_urls_name_the_setting() {
-        for url in [
-            "s3://",
-            "s3:///prefix",
-            "s3://bad bucket/x",
-            "gs://b/x",
-            "s3://b/a/../c",
-        ] {
-            let e = parse_url(url).unwrap_err().to_string();
-            assert!(e.contains("storage.object_store_url"), "{url}: {e}");
-        }
-    }
-
     fn s3_settings(endpoint: Option<&str>) -> StorageSettings {
         StorageSettings {
             s3_endpoint: endpoint.map(str::to_owned),
@@ -393,20 +304,27 @@ mod tests {
             s3_allow_http: true,
             ..s3_settings(Some(&format!("http://127.0.0.1:{port}")))
         };
-        let e = open("s3://bucket/p", &s).await.unwrap_err();
+        let e = open(&ObjectStoreUrl::parse("s3://bucket/p").unwrap(), &s)
+            .await
+            .unwrap_err();
         let e = format!("{e:#}");
         assert!(e.contains("storage.s3_endpoint"), "{e}");
     }
 
     #[tokio::test]
     async fn memory_and_file_stores_have_no_prefix() {
-        let o = open("memory://", &StorageSettings::default())
+        let o = open(&ObjectStoreUrl::Memory, &StorageSettings::default())
             .await
             .unwrap();
         assert_eq!(o.key_prefix, "");
         let dir = tempfile::tempdir().unwrap();
         let url = format!("file://{}", dir.path().join("objects").display());
-        let o = open(&url, &StorageSettings::default()).await.unwrap();
+        let o = open(
+            &ObjectStoreUrl::parse(&url).unwrap(),
+            &StorageSettings::default(),
+        )
+        .await
+        .unwrap();
         assert_eq!(o.key_prefix, "");
         assert!(dir.path().join("objects").is_dir());
     }

@@ -8,7 +8,11 @@
 //! when it gives the shard up, so clients of a moved shard reconnect and refresh routes.
 
 use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::net::SocketAddr;
+use std::sync::Arc;
 
+use futures::future::BoxFuture;
 use parking_lot::RwLock;
 use stratus_meta::{Epoch, ShardId};
 use tokio_util::sync::CancellationToken;
@@ -35,6 +39,35 @@ pub(crate) fn shard_addr(base_addr: &str, shard: ShardId) -> Option<String> {
     let (host, port) = base_addr.rsplit_once(':')?;
     let port = shard_port(port.parse().ok()?, shard)?;
     Some(format!("{host}:{port}"))
+}
+
+/// A protocol front end that serves each shard this node owns on a port of its own. The
+/// membership service binds every front end's port before it records a shard as owned (a
+/// port that cannot be bound gives the lease back), and the ports close when the shard's
+/// stop token is cancelled.
+pub(crate) trait ShardServer: Send + Sync + Debug {
+    /// Binds the port `shard` is served on. `None` when that port is already served (the
+    /// name-server port), which then serves the shard too.
+    fn bind_shard(
+        self: Arc<Self>,
+        shard: ShardId,
+    ) -> BoxFuture<'static, anyhow::Result<Option<BoundShard>>>;
+}
+
+/// A bound shard port, not yet accepting.
+pub(crate) struct BoundShard {
+    /// The address bound.
+    pub(crate) addr: SocketAddr,
+    /// Starts accepting; stops, with the connections accepted, when the token is cancelled.
+    pub(crate) serve: Box<dyn FnOnce(CancellationToken) + Send>,
+}
+
+impl Debug for BoundShard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BoundShard")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug)]
@@ -96,18 +129,15 @@ impl OwnedShards {
         broker_name: Option<&str>,
         conn_shard: Option<ShardId>,
     ) -> Result<ShardId> {
-        self.resolve(broker_name, conn_shard).ok_or_else(|| {
-            GatewayError::ServiceNotAvailable("the shard is not owned by this node".into())
-        })
+        self.resolve(broker_name, conn_shard)
+            .ok_or_else(|| GatewayError::ShardNotOwned { shard: None })
     }
 
     /// SERVICE_NOT_AVAILABLE unless `shard` is owned here.
     pub(crate) fn require_owned(&self, shard: ShardId) -> Result<()> {
         match self.epoch(shard) {
             Some(_) => Ok(()),
-            None => Err(GatewayError::ServiceNotAvailable(format!(
-                "shard {shard} is not owned here"
-            ))),
+            None => Err(GatewayError::ShardNotOwned { shard: Some(shard) }),
         }
     }
 

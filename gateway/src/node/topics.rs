@@ -1,7 +1,8 @@
 //! The topic table: an in-memory copy of meta's topic configs (so the send path can check a
 //! topic without awaiting), name validation and auto-creation rules.
 //!
-//! Mirrors `TopicValidator` and `TopicConfigManager#createTopicInSendMessageMethod`.
+//! Names and permission bits are the protocol's (`stratus_compat::topic`). Auto-creation
+//! mirrors `TopicConfigManager#createTopicInSendMessageMethod`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -10,84 +11,11 @@ use parking_lot::RwLock;
 use stratus_compat::types::Topic;
 use stratus_meta::{MetaStore, TopicConfig};
 
-use crate::error::{GatewayError, Result};
+use stratus_compat::topic::{PERM_INHERIT, PERM_READ, PERM_WRITE, TBW102, is_retry_or_dlq};
 
-/// PermName: topic can act as an auto-create template.
-pub(crate) const PERM_INHERIT: i32 = 1;
-/// PermName: writable.
-pub(crate) const PERM_WRITE: i32 = 2;
-/// PermName: readable.
-pub(crate) const PERM_READ: i32 = 4;
+use crate::error::Result;
 
-/// The auto-create template topic.
-pub(crate) const TBW102: &str = "TBW102";
-/// Retry topic prefix.
-pub(crate) const RETRY_PREFIX: &str = "%RETRY%";
-/// Dead-letter topic prefix.
-pub(crate) const DLQ_PREFIX: &str = "%DLQ%";
-
-/// Topics clients may not send to (`TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET`).
-const NOT_SENDABLE: [&str; 6] = [
-    "SCHEDULE_TOPIC_XXXX",
-    "RMQ_SYS_TRANS_HALF_TOPIC",
-    "RMQ_SYS_TRANS_OP_HALF_TOPIC",
-    "TRANS_CHECK_MAX_TIME_TOPIC",
-    "SELF_TEST_TOPIC",
-    "OFFSET_MOVED_EVENT",
-];
-
-/// System topics never created by users (`TopicValidator.SYSTEM_TOPIC_SET`).
-const SYSTEM_TOPICS: [&str; 10] = [
-    TBW102,
-    "SCHEDULE_TOPIC_XXXX",
-    "BenchmarkTest",
-    "RMQ_SYS_TRANS_HALF_TOPIC",
-    "RMQ_SYS_TRACE_TOPIC",
-    "RMQ_SYS_TRANS_OP_HALF_TOPIC",
-    "TRANS_CHECK_MAX_TIME_TOPIC",
-    "SELF_TEST_TOPIC",
-    "OFFSET_MOVED_EVENT",
-    "CHECKPOINT_TOPIC",
-];
-
-/// Longest topic name (127 keeps V1 records readable by every client).
-pub(crate) const MAX_TOPIC_LEN: usize = 127;
-
-/// Checks a topic name: non-blank, `[%|a-zA-Z0-9_-]`, at most 127 bytes.
-///
-/// # Errors
-/// [`GatewayError::InvalidParameter`] with the reference broker's wording.
-pub(crate) fn validate_topic_name(name: &str) -> Result<()> {
-    if name.trim().is_empty() {
-        return Err(GatewayError::InvalidParameter(
-            "The specified topic is blank.".into(),
-        ));
-    }
-    if name.len() > MAX_TOPIC_LEN {
-        return Err(GatewayError::InvalidParameter(format!(
-            "The specified topic is longer than topic max length {MAX_TOPIC_LEN}."
-        )));
-    }
-    if !name
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'%' | b'|' | b'_' | b'-'))
-    {
-        return Err(GatewayError::InvalidParameter(format!(
-            "The specified topic[{name}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
-        )));
-    }
-    Ok(())
-}
-
-/// True for topics clients may not send to.
-pub(crate) fn is_not_sendable(name: &str) -> bool {
-    NOT_SENDABLE.contains(&name)
-}
-
-/// True for system topics (not listed as user topics; not creatable by admin).
-pub(crate) fn is_system_topic(name: &str) -> bool {
-    SYSTEM_TOPICS.contains(&name) || name.starts_with("rmq_sys_")
-}
+pub(crate) use stratus_compat::topic::{is_not_sendable, is_system_topic, validate_name};
 
 /// The topic table.
 #[derive(Debug)]
@@ -193,7 +121,7 @@ impl TopicTable {
         if let Some(t) = self.get(topic) {
             return Ok(Some(t));
         }
-        if validate_topic_name(topic).is_err() {
+        if validate_name(topic).is_err() {
             return Ok(None);
         }
         // Another node may have created it since the last refresh.
@@ -201,7 +129,7 @@ impl TopicTable {
             self.topics.write().insert(t.topic.clone(), t.clone());
             return Ok(Some(t));
         }
-        if topic.starts_with(RETRY_PREFIX) || topic.starts_with(DLQ_PREFIX) {
+        if is_retry_or_dlq(topic) {
             return self
                 .create_if_absent(topic_config(topic, 1, PERM_READ | PERM_WRITE))
                 .await
@@ -231,7 +159,7 @@ impl TopicTable {
         if let Some(t) = self.get(topic) {
             return Ok(Some(t));
         }
-        if topic.starts_with(RETRY_PREFIX) || topic.starts_with(DLQ_PREFIX) {
+        if is_retry_or_dlq(topic) {
             return self
                 .create_if_absent(topic_config(topic, 1, PERM_READ | PERM_WRITE))
                 .await
@@ -250,31 +178,5 @@ impl TopicTable {
         let mut cfg = topic_config(topic, queues, template.perm & !PERM_INHERIT);
         cfg.topic_filter_type = template.topic_filter_type.clone();
         self.create_if_absent(cfg).await.map(Some)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn topic_names_follow_the_reference_rules() {
-        assert!(validate_topic_name("Topic_A-1").is_ok());
-        assert!(validate_topic_name("%RETRY%group").is_ok());
-        assert!(validate_topic_name("").is_err());
-        assert!(validate_topic_name("   ").is_err());
-        assert!(validate_topic_name("bad topic").is_err());
-        assert!(validate_topic_name("bad/topic").is_err());
-        assert!(validate_topic_name(&"a".repeat(128)).is_err());
-        assert!(validate_topic_name(&"a".repeat(127)).is_ok());
-    }
-
-    #[test]
-    fn reserved_topics_are_recognised() {
-        assert!(is_not_sendable("SCHEDULE_TOPIC_XXXX"));
-        assert!(!is_not_sendable("RMQ_SYS_TRACE_TOPIC"));
-        assert!(is_system_topic("TBW102"));
-        assert!(is_system_topic("rmq_sys_wheel_timer"));
-        assert!(!is_system_topic("orders"));
     }
 }

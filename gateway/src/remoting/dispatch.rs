@@ -1,7 +1,8 @@
-//! RequestCode → processor, and the single place errors become response codes.
+//! RequestCode → processor, and the answer: errors become response codes here, through
+//! `codes.rs`.
 //!
 //! Sends are prepared on the connection's reader task, in arrival order (validation and
-//! `Writer::append` do not await), and completed in a spawned task that awaits durability;
+//! the append do not await), and completed in a spawned task that awaits durability;
 //! every other request is spawned whole.
 
 use std::sync::Arc;
@@ -13,14 +14,14 @@ use tokio::sync::Semaphore;
 use tokio_util::task::TaskTracker;
 use tracing::{Instrument, debug, debug_span, warn};
 
-use crate::app::Broker;
 use crate::error::GatewayError;
-use crate::net::Channel;
-use crate::processor;
+use crate::remoting::Remoting;
+use crate::remoting::net::Channel;
+use crate::remoting::processor;
 
 /// Handles one request from `channel`.
 pub(crate) fn handle(
-    broker: &Arc<Broker>,
+    rmq: &Arc<Remoting>,
     channel: &Arc<Channel>,
     cmd: RemotingCommand,
     in_flight: &Arc<Semaphore>,
@@ -41,19 +42,18 @@ pub(crate) fn handle(
     tracing::trace!(parent: &span, "request");
     let Ok(permit) = in_flight.clone().try_acquire_owned() else {
         let ch = channel.clone();
-        let err =
-            GatewayError::Busy("[OVERLOAD]too many requests in flight on this connection".into());
+        let err = GatewayError::Overloaded;
         tasks.spawn(async move { reply.send(&ch, Err(err)).await });
         return;
     };
-    let broker = broker.clone();
+    let rmq = rmq.clone();
     let ch = channel.clone();
     match code {
         RequestCode::SendMessage | RequestCode::SendMessageV2 | RequestCode::SendBatchMessage => {
-            let prepared = span.in_scope(|| processor::send::prepare(&broker, &ch, &cmd));
+            let prepared = span.in_scope(|| processor::send::prepare(&rmq, &ch, &cmd));
             tasks.spawn(
                 async move {
-                    let res = processor::send::complete(&broker, prepared, cmd).await;
+                    let res = processor::send::complete(&rmq, prepared, cmd).await;
                     reply.send(&ch, res).await;
                     drop(permit);
                 }
@@ -64,7 +64,7 @@ pub(crate) fn handle(
             tasks.spawn(
                 async move {
                     // The reference answers nothing for "still unknown".
-                    match crate::transaction::end(&broker, &cmd).await {
+                    match crate::remoting::rewrite::transaction::end(&rmq, &cmd).await {
                         Ok(None) => {}
                         Ok(Some(r)) => reply.send(&ch, Ok(r)).await,
                         Err(e) => reply.send(&ch, Err(e)).await,
@@ -77,7 +77,7 @@ pub(crate) fn handle(
         _ => {
             tasks.spawn(
                 async move {
-                    let res = route(&broker, &ch, code, cmd).await;
+                    let res = route(&rmq, &ch, code, cmd).await;
                     reply.send(&ch, res).await;
                     drop(permit);
                 }
@@ -88,49 +88,44 @@ pub(crate) fn handle(
 }
 
 async fn route(
-    broker: &Arc<Broker>,
+    rmq: &Arc<Remoting>,
     ch: &Arc<Channel>,
     code: RequestCode,
     cmd: RemotingCommand,
 ) -> Result<RemotingCommand, GatewayError> {
     use RequestCode as C;
     match code {
-        C::GetRouteinfoByTopic => processor::route::get_route(broker, &cmd).await,
-        C::GetBrokerClusterInfo => processor::route::cluster_info(broker),
-        C::GetAllTopicListFromNameserver => processor::route::topic_list(broker, None),
-        C::GetTopicsByCluster => processor::route::topic_list(broker, Some(&cmd)),
+        C::GetRouteinfoByTopic => processor::route::get_route(rmq, &cmd).await,
+        C::GetBrokerClusterInfo => processor::route::cluster_info(rmq),
+        C::GetAllTopicListFromNameserver => processor::route::topic_list(rmq, None),
+        C::GetTopicsByCluster => processor::route::topic_list(rmq, Some(&cmd)),
         C::PutKvConfig | C::GetKvConfig | C::DeleteKvConfig => {
-            processor::admin::kv(broker, code, &cmd).await
+            processor::admin::kv(rmq, code, &cmd).await
         }
-        C::PullMessage | C::LitePullMessage => processor::pull::handle(broker, ch, cmd).await,
-        C::QueryConsumerOffset => processor::offset::query_consumer_offset(broker, ch, &cmd).await,
-        C::UpdateConsumerOffset => {
-            processor::offset::update_consumer_offset(broker, ch, &cmd).await
-        }
-        C::GetMaxOffset => processor::offset::max_offset(broker, ch, &cmd),
-        C::GetMinOffset => processor::offset::min_offset(broker, ch, &cmd),
-        C::GetEarliestMsgStoretime => {
-            processor::offset::earliest_store_time(broker, ch, &cmd).await
-        }
-        C::SearchOffsetByTimestamp => processor::offset::search_by_time(broker, ch, &cmd).await,
-        C::HeartBeat => processor::client::heartbeat(broker, ch, &cmd).await,
-        C::UnregisterClient => processor::client::unregister(broker, ch, &cmd),
-        C::GetConsumerListByGroup => processor::client::consumer_list(broker, &cmd),
-        C::ConsumerSendMsgBack => crate::schedule::send_back(broker, &cmd).await,
-        C::LockBatchMq => processor::client::lock_batch(broker, &cmd),
-        C::UnlockBatchMq => processor::client::unlock_batch(broker, &cmd),
+        C::PullMessage | C::LitePullMessage => processor::pull::handle(rmq, ch, cmd).await,
+        C::QueryConsumerOffset => processor::offset::query_consumer_offset(rmq, ch, &cmd).await,
+        C::UpdateConsumerOffset => processor::offset::update_consumer_offset(rmq, ch, &cmd).await,
+        C::GetMaxOffset => processor::offset::max_offset(rmq, ch, &cmd),
+        C::GetMinOffset => processor::offset::min_offset(rmq, ch, &cmd),
+        C::GetEarliestMsgStoretime => processor::offset::earliest_store_time(rmq, ch, &cmd).await,
+        C::SearchOffsetByTimestamp => processor::offset::search_by_time(rmq, ch, &cmd).await,
+        C::HeartBeat => processor::client::heartbeat(rmq, ch, &cmd).await,
+        C::UnregisterClient => processor::client::unregister(rmq, ch, &cmd),
+        C::GetConsumerListByGroup => processor::client::consumer_list(rmq, &cmd),
+        C::ConsumerSendMsgBack => crate::remoting::rewrite::retry::send_back(rmq, &cmd).await,
+        C::LockBatchMq => processor::client::lock_batch(rmq, &cmd),
+        C::UnlockBatchMq => processor::client::unlock_batch(rmq, &cmd),
         C::CheckClientConfig => processor::client::check_client_config(&cmd),
-        C::UpdateAndCreateTopic => processor::admin::create_topic(broker, &cmd).await,
+        C::UpdateAndCreateTopic => processor::admin::create_topic(rmq, &cmd).await,
         C::DeleteTopicInBroker | C::DeleteTopicInNamesrv => {
-            processor::admin::delete_topic(broker, &cmd).await
+            processor::admin::delete_topic(rmq, &cmd).await
         }
-        C::GetAllTopicConfig => processor::admin::all_topic_config(broker),
-        C::GetBrokerRuntimeInfo => processor::admin::runtime_info(broker),
-        C::ViewMessageById => processor::admin::view_message(broker, &cmd).await,
-        other => Err(GatewayError::NotSupported(format!(
-            " request type {} not supported",
-            other.to_i32()
-        ))),
+        C::GetAllTopicConfig => processor::admin::all_topic_config(rmq),
+        C::GetBrokerRuntimeInfo => processor::admin::runtime_info(rmq),
+        C::ViewMessageById => processor::admin::view_message(rmq, &cmd).await,
+        other => Err(GatewayError::NotSupported {
+            code: other.to_i32(),
+        }),
     }
 }
 

@@ -12,8 +12,8 @@ use stratus_compat::request::heartbeat::{
     ConsumeFromWhere, ConsumeType, ConsumerData, MessageModel, SubscriptionData,
 };
 
-use crate::filter::MessageFilter;
-use crate::net::Channel;
+use crate::remoting::filter::MessageFilter;
+use crate::remoting::net::Channel;
 
 /// A stored subscription of a group to a topic.
 #[derive(Debug, Clone)]

@@ -18,180 +18,177 @@
 //! with SERVICE_NOT_AVAILABLE, because their commit is fenced by the epoch.
 
 use std::collections::{BTreeMap, HashMap};
-use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use stratus_meta::{MetaError, NodeId, NodeInfo, ShardId, ShardLease};
 use stratus_segments::writer::ShardStatus;
+use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
-use crate::app::{Broker, renew_interval};
-use crate::shard::{shard_addr, shard_port};
+use crate::node::Node;
+use crate::node::shards::{BoundShard, ShardServer, shard_addr};
 
-fn ttl_ms(broker: &Broker) -> i64 {
-    crate::config::millis(broker.settings.meta.lease_ttl)
+fn ttl_ms(node: &Node) -> i64 {
+    crate::config::millis(node.config.meta.lease_ttl)
 }
 
-fn node(broker: &Broker) -> NodeId {
-    NodeId(broker.settings.node.id.clone())
+fn node_id(node: &Node) -> NodeId {
+    node.id()
 }
 
-/// Creates the configured shards, registers this node and takes its share.
-pub(crate) async fn start(broker: &Arc<Broker>) -> anyhow::Result<()> {
-    broker
-        .meta
-        .ensure_shards(broker.settings.node.shards)
+/// How long to wait between lease renewals: a third of the TTL.
+pub(crate) fn renew_interval(ttl: Duration) -> Duration {
+    (ttl / 3).max(Duration::from_millis(100))
+}
+
+/// Creates the configured shards, registers this node and takes its share, binding each
+/// taken shard's port on every front end.
+pub(crate) async fn start(
+    node: &Arc<Node>,
+    front_ends: &[Arc<dyn ShardServer>],
+) -> anyhow::Result<()> {
+    node.meta
+        .ensure_shards(node.config.node.shards)
         .await
         .context("meta: ensure shards")?;
-    heartbeat(broker).await.context("meta: register node")?;
-    rebalance(broker).await.context("meta: take shards")?;
-    refresh_routes(broker).await.context("meta: load routes")?;
+    heartbeat(node).await.context("meta: register node")?;
+    rebalance(node, front_ends)
+        .await
+        .context("meta: take shards")?;
+    refresh_routes(node).await.context("meta: load routes")?;
     Ok(())
 }
 
-async fn heartbeat(broker: &Broker) -> Result<(), MetaError> {
-    broker
-        .meta
+async fn heartbeat(node: &Node) -> Result<(), MetaError> {
+    node.meta
         .heartbeat_node(&NodeInfo {
-            node: node(broker),
-            addr: broker.advertised.clone(),
-            heartbeat_ms: broker.clock.now_ms(),
+            node: node_id(node),
+            addr: node.advertised.clone(),
+            heartbeat_ms: node.clock.now_ms(),
         })
         .await
 }
 
-/// Takes `shard` if it is free, expired or ours; opens it in the writer and binds its port.
-async fn take(broker: &Arc<Broker>, shard: ShardId) -> anyhow::Result<bool> {
-    let now = broker.clock.now_ms();
-    let Some(lease) = broker
+/// Takes `shard` if it is free, expired or ours; opens it in the writer and binds its port
+/// on every front end.
+async fn take(
+    node: &Arc<Node>,
+    front_ends: &[Arc<dyn ShardServer>],
+    shard: ShardId,
+) -> anyhow::Result<bool> {
+    let now = node.clock.now_ms();
+    let Some(lease) = node
         .meta
-        .acquire_shard(shard, &node(broker), now, ttl_ms(broker))
+        .acquire_shard(shard, &node_id(node), now, ttl_ms(node))
         .await
         .with_context(|| format!("meta: acquire shard {shard}"))?
     else {
         info!(%shard, "shard held by another node");
         return Ok(false);
     };
-    let state = match broker.meta.shard_state(shard).await {
-        Ok(s) => s,
-        Err(e) => {
-            let _ = broker
-                .meta
-                .release_shard(shard, &node(broker), lease.epoch)
-                .await;
-            return Err(e).with_context(|| format!("meta: load shard {shard}"));
+    let bound = async {
+        let state = node
+            .meta
+            .shard_state(shard)
+            .await
+            .with_context(|| format!("meta: load shard {shard}"))?;
+        let mut ports: Vec<BoundShard> = Vec::new();
+        for f in front_ends {
+            if let Some(p) = f.clone().bind_shard(shard).await? {
+                ports.push(p);
+            }
         }
-    };
-    let listener = match bind_shard(broker, shard).await {
-        Ok(l) => l,
+        anyhow::Ok((state, ports))
+    }
+    .await;
+    let (state, ports) = match bound {
+        Ok(b) => b,
         Err(e) => {
-            let _ = broker
+            let _ = node
                 .meta
-                .release_shard(shard, &node(broker), lease.epoch)
+                .release_shard(shard, &node_id(node), lease.epoch)
                 .await;
             return Err(e);
         }
     };
-    broker.writer.open_shard(shard, lease.epoch, state);
-    let stop = broker.shards.insert(shard, lease.epoch);
-    if let Some((addr, l)) = listener {
-        info!(%shard, %addr, "serving shard");
-        broker.tracker.spawn(crate::net::listener::run(
-            l,
-            broker.clone(),
-            broker.conn_limit.clone(),
-            crate::net::listener::Serves {
-                shard: Some(shard),
-                stop,
-            },
-        ));
+    node.writer.open_shard(shard, lease.epoch, state);
+    let stop = node.shards.insert(shard, lease.epoch);
+    for port in ports {
+        info!(%shard, addr = %port.addr, "serving shard");
+        (port.serve)(stop.clone());
     }
-    if let Some(addr) = shard_addr(&broker.advertised, shard) {
-        broker.routes.set(shard, addr);
+    if let Some(addr) = shard_addr(&node.advertised, shard) {
+        node.routes.set(shard, addr);
     }
     info!(%shard, epoch = lease.epoch.0, "shard acquired");
     Ok(true)
 }
 
-/// Binds the port of `shard` (first broker port + shard id). `None` when that port is the
-/// name-server port, which then serves the shard too.
-async fn bind_shard(
-    broker: &Broker,
-    shard: ShardId,
-) -> anyhow::Result<Option<(SocketAddr, tokio::net::TcpListener)>> {
-    let base = broker.settings.listen.broker_addr;
-    let port = shard_port(base.port(), shard)
-        .with_context(|| format!("listen.broker_addr: no port for shard {shard}"))?;
-    let addr = SocketAddr::new(base.ip(), port);
-    if addr == broker.settings.listen.namesrv_addr {
-        return Ok(None);
-    }
-    let l = tokio::net::TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("listen.broker_addr: cannot bind {addr} for shard {shard}"))?;
-    Ok(Some((addr, l)))
-}
-
 /// Stops serving `shard`: no new requests, flush what was accepted, close it in the writer,
 /// release the lease (owner cleared, epoch kept; the next owner bumps it).
-async fn hand_over(broker: &Arc<Broker>, shard: ShardId) {
-    let Some(epoch) = broker.shards.epoch(shard) else {
+async fn hand_over(node: &Arc<Node>, shard: ShardId) {
+    let Some(epoch) = node.shards.epoch(shard) else {
         return;
     };
     info!(%shard, epoch = epoch.0, "handing shard over");
-    broker.shards.remove(shard);
-    if let Err(e) = broker.writer.flush().await {
+    node.shards.remove(shard);
+    if let Err(e) = node.writer.flush().await {
         warn!(%shard, error = %e, "flush before hand-over failed");
     }
-    broker.writer.close_shard(shard);
-    if let Err(e) = broker.meta.release_shard(shard, &node(broker), epoch).await {
+    node.writer.close_shard(shard);
+    if let Err(e) = node.meta.release_shard(shard, &node_id(node), epoch).await {
         warn!(%shard, error = %e, "release failed; the lease will expire");
     }
 }
 
 /// Drops a shard whose lease was lost: nothing more is committed under the old epoch.
-fn drop_lost(broker: &Broker, shard: ShardId) {
-    broker.shards.remove(shard);
-    broker.writer.close_shard(shard);
+fn drop_lost(node: &Node, shard: ShardId) {
+    node.shards.remove(shard);
+    node.writer.close_shard(shard);
 }
 
 /// Renews leases and keeps the membership and the route table current until cancelled.
-pub(crate) async fn keep(broker: Arc<Broker>) {
-    let every = renew_interval(broker.settings.meta.lease_ttl);
+pub(crate) async fn run(
+    node: Arc<Node>,
+    front_ends: Vec<Arc<dyn ShardServer>>,
+    cancel: CancellationToken,
+) {
+    let every = renew_interval(node.config.meta.lease_ttl);
     loop {
         tokio::select! {
-            () = broker.cancel.cancelled() => return,
-            () = broker.clock.sleep(every) => {}
+            () = cancel.cancelled() => return,
+            () = node.clock.sleep(every) => {}
         }
-        if let Err(e) = heartbeat(&broker).await {
+        if let Err(e) = heartbeat(&node).await {
             warn!(error = %e, "node heartbeat failed; will retry");
         }
-        for (shard, epoch) in broker.shards.all() {
-            let now = broker.clock.now_ms();
-            match broker
+        for (shard, epoch) in node.shards.all() {
+            let now = node.clock.now_ms();
+            match node
                 .meta
-                .renew_shard(shard, &node(&broker), epoch, now, ttl_ms(&broker))
+                .renew_shard(shard, &node_id(&node), epoch, now, ttl_ms(&node))
                 .await
             {
-                Ok(_) => reopen_if_failed(&broker, shard, epoch).await,
+                Ok(_) => reopen_if_failed(&node, shard, epoch).await,
                 Err(MetaError::Fenced { .. }) => {
                     error!(%shard, epoch = epoch.0, "lease lost; shard stops here");
-                    drop_lost(&broker, shard);
+                    drop_lost(&node, shard);
                 }
                 Err(e) => warn!(%shard, error = %e, "lease renewal failed; will retry"),
             }
         }
-        if broker.cancel.is_cancelled() {
+        if cancel.is_cancelled() {
             return;
         }
-        if let Err(e) = rebalance(&broker).await {
+        if let Err(e) = rebalance(&node, &front_ends).await {
             warn!(error = %e, "rebalance failed; will retry");
         }
-        if let Err(e) = refresh_routes(&broker).await {
+        if let Err(e) = refresh_routes(&node).await {
             warn!(error = %e, "route refresh failed; will retry");
         }
-        if let Err(e) = broker.topics.refresh().await {
+        if let Err(e) = node.topics.refresh().await {
             warn!(error = %e, "topic refresh failed; will retry");
         }
     }
@@ -240,18 +237,18 @@ fn live_leases(leases: &[ShardLease], now: i64) -> impl Iterator<Item = (&ShardL
     })
 }
 
-async fn rebalance(broker: &Arc<Broker>) -> anyhow::Result<()> {
-    let me = node(broker);
-    let now = broker.clock.now_ms();
-    let ttl = ttl_ms(broker);
-    let nodes = broker.meta.list_nodes().await?;
-    let leases = broker.meta.list_shards().await?;
+async fn rebalance(node: &Arc<Node>, front_ends: &[Arc<dyn ShardServer>]) -> anyhow::Result<()> {
+    let me = node_id(node);
+    let now = node.clock.now_ms();
+    let ttl = ttl_ms(node);
+    let nodes = node.meta.list_nodes().await?;
+    let leases = node.meta.list_shards().await?;
     let mut held: BTreeMap<NodeId, usize> = nodes
         .iter()
         .filter(|n| n.heartbeat_ms > now - ttl)
         .map(|n| (n.node.clone(), 0))
         .collect();
-    held.insert(me.clone(), broker.shards.len());
+    held.insert(me.clone(), node.shards.len());
     for (_, owner) in live_leases(&leases, now) {
         if *owner != me
             && let Some(n) = held.get_mut(owner)
@@ -261,8 +258,8 @@ async fn rebalance(broker: &Arc<Broker>) -> anyhow::Result<()> {
     }
     match decide(&me, &held, leases.len()) {
         Move::GiveOne => {
-            if let Some((shard, _)) = broker.shards.all().last() {
-                hand_over(broker, *shard).await;
+            if let Some((shard, _)) = node.shards.all().last() {
+                hand_over(node, *shard).await;
             }
         }
         Move::Take(mut want) => {
@@ -273,12 +270,12 @@ async fn rebalance(broker: &Arc<Broker>) -> anyhow::Result<()> {
                 let free = match &lease.owner {
                     None => true,
                     Some(o) => {
-                        (*o == me && broker.shards.epoch(lease.shard).is_none())
+                        (*o == me && node.shards.epoch(lease.shard).is_none())
                             || lease.expires_at_ms <= now
                     }
                 };
-                if free && broker.shards.epoch(lease.shard).is_none() {
-                    match take(broker, lease.shard).await {
+                if free && node.shards.epoch(lease.shard).is_none() {
+                    match take(node, front_ends, lease.shard).await {
                         Ok(true) => want -= 1,
                         Ok(false) => {}
                         Err(e) => warn!(shard = %lease.shard, error = %e, "cannot take shard"),
@@ -296,25 +293,25 @@ async fn rebalance(broker: &Arc<Broker>) -> anyhow::Result<()> {
 /// consumers keep their queues (a queue that vanished from the route and came back would
 /// be re-assigned and restart from the last committed offset) and simply retry until the
 /// next owner serves it.
-async fn refresh_routes(broker: &Broker) -> anyhow::Result<()> {
-    let now = broker.clock.now_ms();
-    let nodes: HashMap<NodeId, String> = broker
+async fn refresh_routes(node: &Node) -> anyhow::Result<()> {
+    let now = node.clock.now_ms();
+    let nodes: HashMap<NodeId, String> = node
         .meta
         .list_nodes()
         .await?
         .into_iter()
         .map(|n| (n.node, n.addr))
         .collect();
-    let leases = broker.meta.list_shards().await?;
-    let me = node(broker);
-    let mut routes: BTreeMap<ShardId, String> = broker.routes.all().into_iter().collect();
+    let leases = node.meta.list_shards().await?;
+    let me = node_id(node);
+    let mut routes: BTreeMap<ShardId, String> = node.routes.all().into_iter().collect();
     routes.retain(|shard, _| leases.iter().any(|l| l.shard == *shard));
     for (lease, owner) in live_leases(&leases, now) {
         let base = if *owner == me {
-            if broker.shards.epoch(lease.shard).is_none() {
+            if node.shards.epoch(lease.shard).is_none() {
                 continue;
             }
-            Some(&broker.advertised)
+            Some(&node.advertised)
         } else {
             nodes.get(owner)
         };
@@ -322,32 +319,32 @@ async fn refresh_routes(broker: &Broker) -> anyhow::Result<()> {
             routes.insert(lease.shard, addr);
         }
     }
-    broker.routes.replace(routes);
+    node.routes.replace(routes);
     Ok(())
 }
 
 /// A shard whose segment commit failed (upload or meta error after retries) accepts no
 /// appends until it is re-opened from meta's state: do that once the lease is confirmed.
-async fn reopen_if_failed(broker: &Arc<Broker>, shard: ShardId, epoch: stratus_meta::Epoch) {
-    if let Some(ShardStatus::Failed(e)) = broker.writer.shard_status(shard) {
+async fn reopen_if_failed(node: &Arc<Node>, shard: ShardId, epoch: stratus_meta::Epoch) {
+    if let Some(ShardStatus::Failed(e)) = node.writer.shard_status(shard) {
         warn!(%shard, error = %e, "re-opening shard after a failed commit");
-        match broker.meta.shard_state(shard).await {
-            Ok(state) => broker.writer.open_shard(shard, epoch, state),
+        match node.meta.shard_state(shard).await {
+            Ok(state) => node.writer.open_shard(shard, epoch, state),
             Err(e) => warn!(%shard, error = %e, "cannot load shard state; will retry"),
         }
     }
 }
 
 /// Releases every owned shard (after the final flush) and leaves the membership.
-pub(crate) async fn release_all(broker: &Arc<Broker>) {
-    for (shard, epoch) in broker.shards.all() {
-        broker.writer.close_shard(shard);
-        broker.shards.remove(shard);
-        if let Err(e) = broker.meta.release_shard(shard, &node(broker), epoch).await {
+pub(crate) async fn release_all(node: &Arc<Node>) {
+    for (shard, epoch) in node.shards.all() {
+        node.writer.close_shard(shard);
+        node.shards.remove(shard);
+        if let Err(e) = node.meta.release_shard(shard, &node_id(node), epoch).await {
             warn!(%shard, error = %e, "release failed");
         }
     }
-    if let Err(e) = broker.meta.remove_node(&node(broker)).await {
+    if let Err(e) = node.meta.remove_node(&node_id(node)).await {
         warn!(error = %e, "cannot leave the membership; the heartbeat will expire");
     }
 }

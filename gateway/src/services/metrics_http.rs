@@ -2,10 +2,9 @@
 //! exposition format, with the gateway's and the storage layer's metrics. Gauges that are
 //! cheaper to read than to maintain (cache sizes, parked pulls) are set on each scrape.
 //!
-//! The server task belongs to the broker's tracker and stops with the broker's token; a
+//! The server task belongs to the node's tracker and stops with the node's token; a
 //! scrape never blocks request handling (it reads atomics and moka counters only).
 
-use std::net::SocketAddr;
 use std::sync::{Arc, LazyLock};
 
 use axum::Router;
@@ -30,20 +29,6 @@ pub(crate) struct ScrapeState {
     /// The parked-pull budget and its size: parked = size − available.
     pub(crate) parked: Arc<Semaphore>,
     pub(crate) max_parked: usize,
-}
-
-/// The address to serve on: `None` when `addr` is empty or `off`.
-///
-/// # Errors
-/// A message naming `metrics.addr` when it is neither a socket address nor off.
-pub(crate) fn parse_addr(addr: &str) -> Result<Option<SocketAddr>, String> {
-    let addr = addr.trim();
-    if addr.is_empty() || addr.eq_ignore_ascii_case("off") {
-        return Ok(None);
-    }
-    addr.parse()
-        .map(Some)
-        .map_err(|e| format!("{addr:?} is not host:port or \"off\": {e}"))
 }
 
 /// Registers every metric family, so a scrape lists them before their first use.
@@ -105,17 +90,6 @@ async fn scrape(State(state): State<ScrapeState>) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_address_parses_or_is_off() {
-        assert_eq!(parse_addr("off"), Ok(None));
-        assert_eq!(parse_addr(""), Ok(None));
-        assert_eq!(
-            parse_addr("127.0.0.1:5557"),
-            Ok(Some(SocketAddr::from(([127, 0, 0, 1], 5557))))
-        );
-        assert!(parse_addr("localhost").is_err());
-    }
 
     #[tokio::test]
     async fn a_scrape_lists_gateway_and_storage_metrics() {

@@ -25,12 +25,13 @@
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use stratus_meta::{MetaError, NodeId, RetentionOutcome, RetentionPolicy, ShardId};
+use stratus_meta::{MetaError, RetentionOutcome, RetentionPolicy, ShardId};
+use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-use crate::app::Broker;
 use crate::config::millis;
 use crate::metrics;
+use crate::node::Node;
 
 /// Keys asked of meta per `unreferenced_objects` call.
 const KEYS_PER_LOOKUP: usize = 500;
@@ -44,25 +45,25 @@ const SEGMENTS_PREFIX: &str = "segments";
 pub(crate) struct PendingDeletes(Mutex<Vec<String>>);
 
 /// The retention loop: one pass every `retention.interval` until cancelled.
-pub(crate) async fn run(broker: Arc<Broker>) {
+pub(crate) async fn run(node: Arc<Node>, cancel: CancellationToken) {
     let pending = PendingDeletes::default();
     loop {
         tokio::select! {
-            () = broker.cancel.cancelled() => return,
-            () = broker.clock.sleep(broker.settings.retention.interval) => {}
+            () = cancel.cancelled() => return,
+            () = node.clock.sleep(node.config.retention.interval) => {}
         }
-        pass(&broker, &pending).await;
+        pass(&node, &pending).await;
     }
 }
 
 /// The orphan scan loop: one scan every `retention.orphan_scan_interval` until cancelled.
-pub(crate) async fn run_orphan_scan(broker: Arc<Broker>) {
+pub(crate) async fn run_orphan_scan(node: Arc<Node>, cancel: CancellationToken) {
     loop {
         tokio::select! {
-            () = broker.cancel.cancelled() => return,
-            () = broker.clock.sleep(broker.settings.retention.orphan_scan_interval) => {}
+            () = cancel.cancelled() => return,
+            () = node.clock.sleep(node.config.retention.orphan_scan_interval) => {}
         }
-        match scan_orphans(&broker).await {
+        match scan_orphans(&node).await {
             Ok(0) => debug!("orphan scan found nothing"),
             Ok(n) => info!(deleted = n, "orphan scan deleted unreferenced objects"),
             Err(e) => warn!(error = %e, "orphan scan failed; will retry"),
@@ -70,8 +71,8 @@ pub(crate) async fn run_orphan_scan(broker: Arc<Broker>) {
     }
 }
 
-fn policy(broker: &Broker) -> RetentionPolicy {
-    let r = &broker.settings.retention;
+fn policy(node: &Node) -> RetentionPolicy {
+    let r = &node.config.retention;
     RetentionPolicy {
         default_retention_ms: millis(r.time),
         max_shard_bytes: Some(r.shard_bytes.as_u64()).filter(|b| *b > 0),
@@ -79,22 +80,22 @@ fn policy(broker: &Broker) -> RetentionPolicy {
 }
 
 /// One retention pass over every owned shard.
-pub(crate) async fn pass(broker: &Broker, pending: &PendingDeletes) {
+pub(crate) async fn pass(node: &Node, pending: &PendingDeletes) {
     let retry: Vec<String> = std::mem::take(&mut *pending.0.lock());
-    let failed = delete_objects(broker, &retry, "retention").await;
-    let node = NodeId(broker.settings.node.id.clone());
-    let policy = policy(broker);
+    let failed = delete_objects(node, &retry, "retention").await;
+    let node_id = node.id();
+    let policy = policy(node);
     let mut failed_all = failed;
-    for (shard, epoch) in broker.shards.all() {
-        let now = broker.clock.now_ms();
-        match broker
+    for (shard, epoch) in node.shards.all() {
+        let now = node.clock.now_ms();
+        match node
             .meta
-            .apply_retention(shard, &node, epoch, now, &policy)
+            .apply_retention(shard, &node_id, epoch, now, &policy)
             .await
         {
             Ok(outcome) => {
                 metrics::RETENTION_PASSES.with_label_values(&["ok"]).inc();
-                failed_all.extend(apply_outcome(broker, shard, outcome).await);
+                failed_all.extend(apply_outcome(node, shard, outcome).await);
             }
             Err(MetaError::Fenced { .. }) => {
                 // The lease keeper notices too and stops the shard here.
@@ -117,7 +118,7 @@ pub(crate) async fn pass(broker: &Broker, pending: &PendingDeletes) {
 
 /// Publishes a pass's outcome: min offsets first (so pulls stop asking for what goes),
 /// then caches, then the object store. Returns the keys whose delete failed.
-async fn apply_outcome(broker: &Broker, shard: ShardId, outcome: RetentionOutcome) -> Vec<String> {
+async fn apply_outcome(node: &Node, shard: ShardId, outcome: RetentionOutcome) -> Vec<String> {
     let RetentionOutcome {
         sections_deleted,
         queues,
@@ -128,10 +129,10 @@ async fn apply_outcome(broker: &Broker, shard: ShardId, outcome: RetentionOutcom
     }
     metrics::RETENTION_SECTIONS.inc_by(sections_deleted);
     for (queue, min) in &queues {
-        broker.heads.set_min(queue, *min);
+        node.heads.set_min(queue, *min);
     }
-    broker.cache.invalidate_objects(&released_objects).await;
-    let failed = delete_objects(broker, &released_objects, "retention").await;
+    node.cache.invalidate_objects(&released_objects).await;
+    let failed = delete_objects(node, &released_objects, "retention").await;
     info!(
         %shard,
         sections = sections_deleted,
@@ -143,10 +144,10 @@ async fn apply_outcome(broker: &Broker, shard: ShardId, outcome: RetentionOutcom
 }
 
 /// Deletes objects (a missing one counts as deleted); returns those that failed.
-async fn delete_objects(broker: &Broker, keys: &[String], reason: &str) -> Vec<String> {
+async fn delete_objects(node: &Node, keys: &[String], reason: &str) -> Vec<String> {
     let mut failed = Vec::new();
     for key in keys {
-        match broker.store.delete(key).await {
+        match node.store.delete(key).await {
             Ok(()) => metrics::OBJECTS_DELETED.with_label_values(&[reason]).inc(),
             Err(e) => {
                 warn!(key, error = %e, "cannot delete object; will retry");
@@ -163,11 +164,11 @@ async fn delete_objects(broker: &Broker, keys: &[String], reason: &str) -> Vec<S
 /// # Errors
 /// The listing or meta lookup failure (deletes that fail are logged and left for the next
 /// scan).
-pub(crate) async fn scan_orphans(broker: &Broker) -> Result<usize, crate::error::GatewayError> {
-    let grace = millis(broker.settings.retention.orphan_grace);
-    let cutoff = broker.clock.now_ms().saturating_sub(grace);
-    let ours = format!("/{}/", broker.writer.incarnation());
-    let candidates: Vec<String> = broker
+pub(crate) async fn scan_orphans(node: &Node) -> Result<usize, crate::error::GatewayError> {
+    let grace = millis(node.config.retention.orphan_grace);
+    let cutoff = node.clock.now_ms().saturating_sub(grace);
+    let ours = format!("/{}/", node.writer.incarnation());
+    let candidates: Vec<String> = node
         .store
         .list(SEGMENTS_PREFIX)
         .await?
@@ -177,12 +178,12 @@ pub(crate) async fn scan_orphans(broker: &Broker) -> Result<usize, crate::error:
         .collect();
     let mut deleted = 0;
     for chunk in candidates.chunks(KEYS_PER_LOOKUP) {
-        let orphans = broker.meta.unreferenced_objects(chunk).await?;
+        let orphans = node.meta.unreferenced_objects(chunk).await?;
         if orphans.is_empty() {
             continue;
         }
-        broker.cache.invalidate_objects(&orphans).await;
-        let failed = delete_objects(broker, &orphans, "orphan").await;
+        node.cache.invalidate_objects(&orphans).await;
+        let failed = delete_objects(node, &orphans, "orphan").await;
         deleted += orphans.len() - failed.len();
     }
     Ok(deleted)

@@ -1,9 +1,5 @@
-//! Network layer: listeners, connections, and the per-connection [`Channel`] handle through
-//! which processors and registries reach a client (responses and server→client requests).
-//! The single place `tokio::net` is used, so a simulated network can be slotted in later.
-
-pub(crate) mod connection;
-pub(crate) mod listener;
+//! A client connection as seen by the rest of the front end: where to send responses and
+//! server→client requests (one-way), and whether the connection is still open.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicI32, Ordering};

@@ -15,26 +15,26 @@ use tokio_util::task::TaskTracker;
 use tracing::{debug, info};
 
 use super::Channel;
-use crate::app::Broker;
+use crate::remoting::Remoting;
 
-/// Serves one connection until it closes, idles out, or the broker stops.
+/// Serves one connection until it closes, idles out, or the node stops.
 pub(crate) async fn serve(
     stream: TcpStream,
     peer: SocketAddr,
-    broker: Arc<Broker>,
+    rmq: Arc<Remoting>,
     id: u64,
     _permit: OwnedSemaphorePermit,
     serves: super::listener::Serves,
 ) {
     let _open = crate::metrics::ConnectionOpen::new();
-    let limits = broker.settings.frame_limits();
+    let limits = rmq.node.config.frame_limits;
     let (r, w) = stream.into_split();
     let mut frames = FramedRead::new(r, RemotingCodec::new(limits));
     let mut sink = FramedWrite::new(w, RemotingCodec::new(limits));
-    let (tx, mut rx) = mpsc::channel(broker.settings.limits.writer_queue);
+    let (tx, mut rx) = mpsc::channel(rmq.node.config.limits.writer_queue);
     let channel = Arc::new(Channel::new(id, peer, serves.shard, tx));
     let in_flight = Arc::new(Semaphore::new(
-        broker.settings.limits.max_in_flight_per_connection,
+        rmq.node.config.limits.max_in_flight_per_connection,
     ));
     let requests = TaskTracker::new();
 
@@ -61,16 +61,16 @@ pub(crate) async fn serve(
         closed.cancel();
     });
 
-    let idle = broker.settings.limits.idle_timeout;
+    let idle = rmq.node.config.limits.idle_timeout;
     loop {
         tokio::select! {
-            () = broker.cancel.cancelled() => break,
+            () = rmq.node.cancel.cancelled() => break,
             () = serves.stop.cancelled() => {
                 info!("closing connection: its shard left this node");
                 break;
             }
             () = channel.closed.cancelled() => break,
-            () = broker.clock.sleep(idle) => {
+            () = rmq.node.clock.sleep(idle) => {
                 info!("closing idle connection");
                 break;
             }
@@ -88,12 +88,12 @@ pub(crate) async fn serve(
                         debug!(opaque = cmd.opaque, code = cmd.code, "response from client");
                         continue;
                     }
-                    crate::dispatch::handle(&broker, &channel, cmd, &in_flight, &requests);
+                    crate::remoting::dispatch::handle(&rmq, &channel, cmd, &in_flight, &requests);
                 }
             },
         }
     }
-    broker.registry.channel_closed(id);
+    rmq.registry.channel_closed(id);
     requests.close();
     // Let in-flight requests finish (their sends are durable work) before closing.
     requests.wait().await;

@@ -8,15 +8,14 @@ use std::time::Duration;
 
 use stratus_meta::ShardId;
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, info_span, warn};
 
-use crate::app::Broker;
+use crate::remoting::Remoting;
 
 static NEXT_CONN_ID: AtomicU64 = AtomicU64::new(1);
 
-/// What a listener serves: the name-server port (`shard: None`, stops with the broker) or
+/// What a listener serves: the name-server port (`shard: None`, stops with the node) or
 /// one shard's port (stops when `stop` is cancelled).
 #[derive(Debug, Clone)]
 pub(crate) struct Serves {
@@ -24,22 +23,18 @@ pub(crate) struct Serves {
     pub(crate) stop: CancellationToken,
 }
 
-/// Accepts until the broker or `serves.stop` is cancelled.
-pub(crate) async fn run(
-    listener: TcpListener,
-    broker: Arc<Broker>,
-    limit: Arc<Semaphore>,
-    serves: Serves,
-) {
+/// Accepts until the node or `serves.stop` is cancelled.
+pub(crate) async fn run(listener: TcpListener, rmq: Arc<Remoting>, serves: Serves) {
+    let limit = rmq.node.conn_limit.clone();
     let mut backoff = Duration::from_millis(5);
     loop {
         let permit = tokio::select! {
-            () = broker.cancel.cancelled() => return,
+            () = rmq.node.cancel.cancelled() => return,
             () = serves.stop.cancelled() => return,
             p = limit.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => return },
         };
         let accepted = tokio::select! {
-            () = broker.cancel.cancelled() => return,
+            () = rmq.node.cancel.cancelled() => return,
             () = serves.stop.cancelled() => return,
             a = listener.accept() => a,
         };
@@ -49,21 +44,14 @@ pub(crate) async fn run(
                 let _ = stream.set_nodelay(true);
                 let id = NEXT_CONN_ID.fetch_add(1, Ordering::Relaxed);
                 let span = info_span!("conn", id, %peer);
-                broker.tracker.spawn(
-                    super::connection::serve(
-                        stream,
-                        peer,
-                        broker.clone(),
-                        id,
-                        permit,
-                        serves.clone(),
-                    )
-                    .instrument(span),
+                rmq.node.tracker.spawn(
+                    super::connection::serve(stream, peer, rmq.clone(), id, permit, serves.clone())
+                        .instrument(span),
                 );
             }
             Err(e) => {
                 warn!(error = %e, "accept failed; backing off");
-                broker.clock.sleep(backoff).await;
+                rmq.node.clock.sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_secs(1));
             }
         }

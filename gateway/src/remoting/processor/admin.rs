@@ -13,24 +13,21 @@ use stratus_compat::types::CommitLogOffset;
 use stratus_compat::{RequestCode, ResponseCode};
 
 use super::json_body;
-use crate::app::Broker;
-use crate::dispatch::{respond, success};
 use crate::error::{GatewayError, Result};
-use crate::processor::route::topic_header;
-use crate::topics::{is_system_topic, topic_config, validate_topic_name};
+use crate::node::topics::{is_system_topic, topic_config, validate_name};
+use crate::remoting::Remoting;
+use crate::remoting::dispatch::{respond, success};
+use crate::remoting::processor::route::topic_header;
 
 /// UPDATE_AND_CREATE_TOPIC (17).
 pub(crate) async fn create_topic(
-    broker: &Arc<Broker>,
+    rmq: &Arc<Remoting>,
     cmd: &RemotingCommand,
 ) -> Result<RemotingCommand> {
     let h = CreateTopicRequestHeader::from_command(cmd)?;
-    validate_topic_name(&h.topic)?;
+    validate_name(&h.topic)?;
     if is_system_topic(&h.topic) {
-        return Err(GatewayError::InvalidParameter(format!(
-            "The topic[{}] is conflict with system topic.",
-            h.topic
-        )));
+        return Err(GatewayError::SystemTopicConflict { topic: h.topic });
     }
     if h.read_queue_nums <= 0
         || h.write_queue_nums <= 0
@@ -47,22 +44,23 @@ pub(crate) async fn create_topic(
     cfg.topic_sys_flag = h.topic_sys_flag.unwrap_or(0);
     cfg.order = h.order;
     // The request has no retention field: an update keeps the topic's retention override.
-    cfg.retention_hours = broker
+    cfg.retention_hours = rmq
+        .node
         .meta
         .get_topic(&cfg.topic)
         .await?
         .and_then(|t| t.retention_hours);
-    broker.topics.put(cfg).await?;
+    rmq.node.topics.put(cfg).await?;
     Ok(success())
 }
 
 /// DELETE_TOPIC_IN_BROKER (215) / DELETE_TOPIC_IN_NAMESRV (216).
 pub(crate) async fn delete_topic(
-    broker: &Arc<Broker>,
+    rmq: &Arc<Remoting>,
     cmd: &RemotingCommand,
 ) -> Result<RemotingCommand> {
     let topic = topic_header(cmd)?;
-    broker.topics.delete(&topic).await?;
+    rmq.node.topics.delete(&topic).await?;
     Ok(success())
 }
 
@@ -82,8 +80,9 @@ struct TopicConfigWrapper {
 }
 
 /// GET_ALL_TOPIC_CONFIG (21).
-pub(crate) fn all_topic_config(broker: &Arc<Broker>) -> Result<RemotingCommand> {
-    let table = broker
+pub(crate) fn all_topic_config(rmq: &Arc<Remoting>) -> Result<RemotingCommand> {
+    let table = rmq
+        .node
         .topics
         .all()
         .into_iter()
@@ -107,7 +106,7 @@ pub(crate) fn all_topic_config(broker: &Arc<Broker>) -> Result<RemotingCommand> 
         data_version: DataVersion {
             counter: 0,
             state_version: 0,
-            timestamp: broker.clock.now_ms(),
+            timestamp: rmq.node.clock.now_ms(),
         },
         topic_config_table: table,
     })?;
@@ -120,7 +119,7 @@ struct KvTable {
 }
 
 /// GET_BROKER_RUNTIME_INFO (28): the keys `mqadmin clusterList` reads.
-pub(crate) fn runtime_info(broker: &Arc<Broker>) -> Result<RemotingCommand> {
+pub(crate) fn runtime_info(rmq: &Arc<Remoting>) -> Result<RemotingCommand> {
     let mut t = BTreeMap::new();
     for k in [
         "sendThreadPoolQueueSize",
@@ -147,7 +146,7 @@ pub(crate) fn runtime_info(broker: &Arc<Broker>) -> Result<RemotingCommand> {
     t.insert("getTransferredTps".into(), "0.0 0.0 0.0".into());
     t.insert("commitLogDiskRatio".into(), "0.0".into());
     t.insert("brokerActive".into(), "true".into());
-    t.insert("bootTimestamp".into(), broker.clock.now_ms().to_string());
+    t.insert("bootTimestamp".into(), rmq.node.clock.now_ms().to_string());
     let mut resp = success();
     resp.body = json_body(&KvTable { table: t })?;
     Ok(resp)
@@ -155,7 +154,7 @@ pub(crate) fn runtime_info(broker: &Arc<Broker>) -> Result<RemotingCommand> {
 
 /// PUT_KV_CONFIG (100), GET_KV_CONFIG (101), DELETE_KV_CONFIG (102).
 pub(crate) async fn kv(
-    broker: &Arc<Broker>,
+    rmq: &Arc<Remoting>,
     code: RequestCode,
     cmd: &RemotingCommand,
 ) -> Result<RemotingCommand> {
@@ -169,10 +168,10 @@ pub(crate) async fn kv(
             let value = value.ok_or(GatewayError::Header(stratus_compat::HeaderError::Missing(
                 "value",
             )))?;
-            broker.meta.put_kv(&namespace, &key, &value).await?;
+            rmq.node.meta.put_kv(&namespace, &key, &value).await?;
             Ok(success())
         }
-        RequestCode::GetKvConfig => match broker.meta.get_kv(&namespace, &key).await? {
+        RequestCode::GetKvConfig => match rmq.node.meta.get_kv(&namespace, &key).await? {
             Some(v) => {
                 let mut resp = success();
                 resp.put_ext("value", v);
@@ -184,7 +183,7 @@ pub(crate) async fn kv(
             )),
         },
         _ => {
-            broker.meta.delete_kv(&namespace, &key).await?;
+            rmq.node.meta.delete_kv(&namespace, &key).await?;
             Ok(success())
         }
     }
@@ -192,11 +191,12 @@ pub(crate) async fn kv(
 
 /// VIEW_MESSAGE_BY_ID (33): the record at a commit-log handle.
 pub(crate) async fn view_message(
-    broker: &Arc<Broker>,
+    rmq: &Arc<Remoting>,
     cmd: &RemotingCommand,
 ) -> Result<RemotingCommand> {
     let h = ViewMessageRequestHeader::from_command(cmd)?;
-    match broker
+    match rmq
+        .node
         .reader
         .read_by_handle(CommitLogOffset(h.offset))
         .await?
@@ -206,9 +206,6 @@ pub(crate) async fn view_message(
             resp.body = bytes;
             Ok(resp)
         }
-        None => Err(GatewayError::System(format!(
-            "can not find message by the offset, {}",
-            h.offset
-        ))),
+        None => Err(GatewayError::NoMessageAtOffset { offset: h.offset }),
     }
 }

@@ -11,52 +11,51 @@ use stratus_compat::request::heartbeat::{
 use stratus_compat::request::lock::{LockBatchRequestBody, LockBatchResponseBody, MessageQueue};
 
 use super::json_body;
-use crate::app::Broker;
-use crate::dispatch::success;
 use crate::error::{GatewayError, Result};
-use crate::filter::MessageFilter;
-use crate::net::Channel;
-use crate::topics::{PERM_READ, PERM_WRITE, RETRY_PREFIX, topic_config};
+use crate::remoting::Remoting;
+use crate::remoting::dispatch::success;
+use crate::remoting::filter::MessageFilter;
+use crate::remoting::net::Channel;
+use stratus_compat::topic::{MAX_TOPIC_LEN, PERM_READ, PERM_WRITE, RETRY_PREFIX};
+
+use crate::node::topics::topic_config;
 
 /// HEART_BEAT: registers the channel under each producer and consumer group and creates the
 /// retry topic of each clustering consumer group.
 pub(crate) async fn heartbeat(
-    broker: &Arc<Broker>,
+    rmq: &Arc<Remoting>,
     ch: &Arc<Channel>,
     cmd: &RemotingCommand,
 ) -> Result<RemotingCommand> {
     let data: HeartbeatData = decode_json_body(&cmd.body)?;
-    let now = broker.clock.now_ms();
+    let now = rmq.node.clock.now_ms();
     for p in &data.producer_data_set {
-        broker
-            .registry
+        rmq.registry
             .register_producer(ch, &data.client_id, &p.group_name, now);
     }
     for c in &data.consumer_data_set {
         if c.message_model == MessageModel::Clustering {
             let retry = format!("{RETRY_PREFIX}{}", c.group_name);
-            if broker.topics.get(&retry).is_none() && retry.len() <= crate::topics::MAX_TOPIC_LEN {
-                broker
+            if rmq.node.topics.get(&retry).is_none() && retry.len() <= MAX_TOPIC_LEN {
+                rmq.node
                     .topics
                     .create_if_absent(topic_config(&retry, 1, PERM_READ | PERM_WRITE))
                     .await?;
             }
         }
-        broker
-            .registry
-            .register_consumer(ch, &data.client_id, c, now);
+        rmq.registry.register_consumer(ch, &data.client_id, c, now);
     }
     Ok(success())
 }
 
 /// UNREGISTER_CLIENT.
 pub(crate) fn unregister(
-    broker: &Arc<Broker>,
+    rmq: &Arc<Remoting>,
     ch: &Arc<Channel>,
     cmd: &RemotingCommand,
 ) -> Result<RemotingCommand> {
     let h = UnregisterClientRequestHeader::from_command(cmd)?;
-    broker.registry.unregister(
+    rmq.registry.unregister(
         ch.id,
         h.producer_group.as_deref(),
         h.consumer_group.as_deref(),
@@ -65,17 +64,13 @@ pub(crate) fn unregister(
 }
 
 /// GET_CONSUMER_LIST_BY_GROUP.
-pub(crate) fn consumer_list(
-    broker: &Arc<Broker>,
-    cmd: &RemotingCommand,
-) -> Result<RemotingCommand> {
+pub(crate) fn consumer_list(rmq: &Arc<Remoting>, cmd: &RemotingCommand) -> Result<RemotingCommand> {
     let h = ConsumerGroupHeader::from_command(cmd)?;
-    let ids = broker.registry.consumer_ids(&h.consumer_group);
+    let ids = rmq.registry.consumer_ids(&h.consumer_group);
     if ids.is_empty() {
-        return Err(GatewayError::System(format!(
-            "no consumer for this group, {}",
-            h.consumer_group
-        )));
+        return Err(GatewayError::NoConsumer {
+            group: h.consumer_group,
+        });
     }
     let mut resp = success();
     resp.body = json_body(&ConsumerIdList {
@@ -101,22 +96,22 @@ pub(crate) fn check_client_config(cmd: &RemotingCommand) -> Result<RemotingComma
 }
 
 /// LOCK_BATCH_MQ: locks the requested queues of shards owned here for the client.
-pub(crate) fn lock_batch(broker: &Arc<Broker>, cmd: &RemotingCommand) -> Result<RemotingCommand> {
+pub(crate) fn lock_batch(rmq: &Arc<Remoting>, cmd: &RemotingCommand) -> Result<RemotingCommand> {
     let body: LockBatchRequestBody = decode_json_body(&cmd.body)?;
     let owned: Vec<MessageQueue> = body
         .mq_set
         .into_iter()
         .filter(|mq| {
-            crate::shard::parse_shard_name(&mq.broker_name)
-                .is_some_and(|s| broker.shards.epoch(s).is_some())
+            crate::node::shards::parse_shard_name(&mq.broker_name)
+                .is_some_and(|s| rmq.node.shards.epoch(s).is_some())
         })
         .collect();
-    let expiry = crate::config::millis(broker.settings.broker.queue_lock_expiry);
-    let granted = broker.locks.lock(
+    let expiry = crate::config::millis(rmq.node.config.broker.queue_lock_expiry);
+    let granted = rmq.locks.lock(
         &body.consumer_group,
         &body.client_id,
         owned,
-        broker.clock.now_ms(),
+        rmq.node.clock.now_ms(),
         expiry,
     );
     let mut resp = success();
@@ -127,10 +122,9 @@ pub(crate) fn lock_batch(broker: &Arc<Broker>, cmd: &RemotingCommand) -> Result<
 }
 
 /// UNLOCK_BATCH_MQ: releases the client's locks on the given queues.
-pub(crate) fn unlock_batch(broker: &Arc<Broker>, cmd: &RemotingCommand) -> Result<RemotingCommand> {
+pub(crate) fn unlock_batch(rmq: &Arc<Remoting>, cmd: &RemotingCommand) -> Result<RemotingCommand> {
     let body: LockBatchRequestBody = decode_json_body(&cmd.body)?;
-    broker
-        .locks
+    rmq.locks
         .unlock(&body.consumer_group, &body.client_id, body.mq_set);
     Ok(success())
 }

@@ -7,6 +7,8 @@ pub(crate) mod offset;
 pub(crate) mod pull;
 pub(crate) mod route;
 pub(crate) mod send;
+#[cfg(test)]
+mod tests;
 
 use bytes::Bytes;
 use serde::Serialize;
@@ -17,5 +19,5 @@ use crate::error::GatewayError;
 pub(crate) fn json_body<T: Serialize>(v: &T) -> Result<Bytes, GatewayError> {
     serde_json::to_vec(v)
         .map(Bytes::from)
-        .map_err(|e| GatewayError::System(format!("encode body: {e}")))
+        .map_err(|e| GatewayError::EncodeBody(e.to_string()))
 }

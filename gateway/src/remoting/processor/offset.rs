@@ -1,4 +1,4 @@
-//! Consumer offsets and queue offset queries (§10.3–§10.5).
+//! Consumer offsets and queue offset queries (`docs/remoting-protocol.md#offsets`).
 //! Mirrors `ConsumerManageProcessor` and the offset codes of `AdminBrokerProcessor`.
 
 use std::sync::Arc;
@@ -14,19 +14,20 @@ use stratus_meta::{ConsumerOffset, QueueKey};
 
 use stratus_compat::request::broker_name;
 
-use crate::app::Broker;
-use crate::dispatch::{respond, success};
 use crate::error::{GatewayError, Result};
-use crate::net::Channel;
+use crate::remoting::Remoting;
+use crate::remoting::dispatch::{respond, success};
+use crate::remoting::net::Channel;
 
 fn queue_key(
-    broker: &Broker,
+    rmq: &Remoting,
     ch: &Channel,
     cmd: &RemotingCommand,
     topic: &str,
     queue_id: i32,
 ) -> Result<QueueKey> {
-    let shard = broker
+    let shard = rmq
+        .node
         .shards
         .require(broker_name(cmd).as_deref(), ch.shard)?;
     Ok(QueueKey {
@@ -38,14 +39,14 @@ fn queue_key(
 
 /// QUERY_CONSUMER_OFFSET (14).
 pub(crate) async fn query_consumer_offset(
-    broker: &Arc<Broker>,
+    rmq: &Arc<Remoting>,
     ch: &Channel,
     cmd: &RemotingCommand,
 ) -> Result<RemotingCommand> {
     let h = QueryConsumerOffsetRequestHeader::from_command(cmd)?;
-    let queue = queue_key(broker, ch, cmd, &h.topic, h.queue_id)?;
+    let queue = queue_key(rmq, ch, cmd, &h.topic, h.queue_id)?;
     let group = ConsumerGroup::new(h.consumer_group.clone());
-    if let Some(off) = broker.meta.consumer_offset(&group, &queue).await? {
+    if let Some(off) = rmq.node.committed_offset(&group, &queue).await? {
         let mut resp = success();
         write_offset_response(&mut resp, off.0);
         return Ok(resp);
@@ -53,8 +54,8 @@ pub(crate) async fn query_consumer_offset(
     // Young-queue rule of the reference: a queue whose first message is still retained
     // (min offset 0) answers 0, so a new group sees what was produced before it started.
     // The reference's "still in page cache" test is simplified to "min offset is 0".
-    let min = broker.heads.min_offset(&queue).0;
-    let max = broker.heads.max_offset(&queue).0;
+    let (min, max) = rmq.node.bounds(&queue);
+    let (min, max) = (min.0, max.0);
     if h.set_zero_if_not_found != Some(false) && min <= 0 && max > 0 {
         let mut resp = success();
         write_offset_response(&mut resp, 0);
@@ -68,21 +69,17 @@ pub(crate) async fn query_consumer_offset(
 
 /// UPDATE_CONSUMER_OFFSET (15).
 pub(crate) async fn update_consumer_offset(
-    broker: &Arc<Broker>,
+    rmq: &Arc<Remoting>,
     ch: &Channel,
     cmd: &RemotingCommand,
 ) -> Result<RemotingCommand> {
     let h = UpdateConsumerOffsetRequestHeader::from_command(cmd)?;
-    if broker.topics.get(&h.topic).is_none() {
-        return Err(GatewayError::TopicNotExist(format!(
-            "topic[{}] not exist",
-            h.topic
-        )));
+    if rmq.node.topics.get(&h.topic).is_none() {
+        return Err(GatewayError::UnknownTopic { topic: h.topic });
     }
-    let queue = queue_key(broker, ch, cmd, &h.topic, h.queue_id)?;
-    broker
-        .meta
-        .commit_consumer_offsets(&[ConsumerOffset {
+    let queue = queue_key(rmq, ch, cmd, &h.topic, h.queue_id)?;
+    rmq.node
+        .commit_offsets(&[ConsumerOffset {
             group: ConsumerGroup::new(h.consumer_group),
             queue,
             offset: QueueOffset(h.commit_offset),
@@ -93,41 +90,45 @@ pub(crate) async fn update_consumer_offset(
 
 /// GET_MAX_OFFSET (30).
 pub(crate) fn max_offset(
-    broker: &Arc<Broker>,
+    rmq: &Arc<Remoting>,
     ch: &Channel,
     cmd: &RemotingCommand,
 ) -> Result<RemotingCommand> {
     let h = QueueRequestHeader::from_command(cmd)?;
-    let queue = queue_key(broker, ch, cmd, &h.topic, h.queue_id)?;
+    let queue = queue_key(rmq, ch, cmd, &h.topic, h.queue_id)?;
     let mut resp = success();
-    write_offset_response(&mut resp, broker.heads.max_offset(&queue).0);
+    write_offset_response(&mut resp, rmq.node.bounds(&queue).1.0);
     Ok(resp)
 }
 
 /// GET_MIN_OFFSET (31).
 pub(crate) fn min_offset(
-    broker: &Arc<Broker>,
+    rmq: &Arc<Remoting>,
     ch: &Channel,
     cmd: &RemotingCommand,
 ) -> Result<RemotingCommand> {
     let h = QueueRequestHeader::from_command(cmd)?;
-    let queue = queue_key(broker, ch, cmd, &h.topic, h.queue_id)?;
+    let queue = queue_key(rmq, ch, cmd, &h.topic, h.queue_id)?;
     let mut resp = success();
-    write_offset_response(&mut resp, broker.heads.min_offset(&queue).0);
+    write_offset_response(&mut resp, rmq.node.bounds(&queue).0.0);
     Ok(resp)
 }
 
 /// GET_EARLIEST_MSG_STORETIME (32).
 pub(crate) async fn earliest_store_time(
-    broker: &Arc<Broker>,
+    rmq: &Arc<Remoting>,
     ch: &Channel,
     cmd: &RemotingCommand,
 ) -> Result<RemotingCommand> {
     let h = QueueRequestHeader::from_command(cmd)?;
-    let queue = queue_key(broker, ch, cmd, &h.topic, h.queue_id)?;
-    let min = broker.heads.min_offset(&queue);
-    let ts = if broker.heads.max_offset(&queue) > min {
-        broker.reader.store_time_at(&queue, min).await?.unwrap_or(0)
+    let queue = queue_key(rmq, ch, cmd, &h.topic, h.queue_id)?;
+    let min = rmq.node.heads.min_offset(&queue);
+    let ts = if rmq.node.heads.max_offset(&queue) > min {
+        rmq.node
+            .reader
+            .store_time_at(&queue, min)
+            .await?
+            .unwrap_or(0)
     } else {
         0
     };
@@ -138,13 +139,14 @@ pub(crate) async fn earliest_store_time(
 
 /// SEARCH_OFFSET_BY_TIMESTAMP (29).
 pub(crate) async fn search_by_time(
-    broker: &Arc<Broker>,
+    rmq: &Arc<Remoting>,
     ch: &Channel,
     cmd: &RemotingCommand,
 ) -> Result<RemotingCommand> {
     let h = SearchOffsetRequestHeader::from_command(cmd)?;
-    let queue = queue_key(broker, ch, cmd, &h.topic, h.queue_id)?;
-    let off = broker
+    let queue = queue_key(rmq, ch, cmd, &h.topic, h.queue_id)?;
+    let off = rmq
+        .node
         .reader
         .search_offset_by_time(&queue, h.timestamp, h.boundary_type == BoundaryType::Upper)
         .await?;

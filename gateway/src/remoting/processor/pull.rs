@@ -1,8 +1,9 @@
 //! PULL_MESSAGE (11) and LITE_PULL_MESSAGE (361), with long polling.
 //!
 //! Mirrors `PullMessageProcessor#processRequest` (checks, in order), the status table of
-//! `DefaultMessageStore#getMessage` (§19.4.2) and `PullRequestHoldService` (a parked pull is
-//! re-run once when its queue's committed max offset moves, or at its deadline).
+//! `DefaultMessageStore#getMessage` (`docs/remoting-protocol.md#pull-status`) and
+//! `PullRequestHoldService` (a parked pull is re-run once when its queue's committed max
+//! offset moves, or at its deadline).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,12 +20,14 @@ use stratus_compat::types::{ConsumerGroup, QueueId, QueueOffset, Topic};
 use stratus_meta::{ConsumerOffset, QueueKey};
 use stratus_segments::format::EntryMeta;
 
-use crate::app::Broker;
-use crate::dispatch::respond;
+use crate::node::queues::Waited;
+
 use crate::error::{GatewayError, Result};
-use crate::filter::MessageFilter;
-use crate::net::Channel;
-use crate::topics::PERM_READ;
+use crate::remoting::Remoting;
+use crate::remoting::dispatch::respond;
+use crate::remoting::filter::MessageFilter;
+use crate::remoting::net::Channel;
+use stratus_compat::topic::PERM_READ;
 
 /// The status of one pull attempt.
 struct Attempt {
@@ -38,28 +41,36 @@ struct Attempt {
 
 /// Handles a pull.
 pub(crate) async fn handle(
-    broker: &Arc<Broker>,
+    rmq: &Arc<Remoting>,
     ch: &Arc<Channel>,
     cmd: RemotingCommand,
 ) -> Result<RemotingCommand> {
     let h = PullMessageRequestHeader::from_command(&cmd)?;
-    let cfg = broker.topics.get(&h.topic).ok_or_else(|| {
-        GatewayError::TopicNotExist(format!("topic[{}] not exist, apply first please!", h.topic))
-    })?;
+    let cfg = rmq
+        .node
+        .topics
+        .get(&h.topic)
+        .ok_or_else(|| GatewayError::TopicNotExist {
+            topic: h.topic.clone(),
+        })?;
     if cfg.perm & PERM_READ == 0 {
-        return Err(GatewayError::NoPermission(format!(
-            "the topic[{}] pulling message is forbidden",
-            h.topic
-        )));
+        return Err(GatewayError::NotReadable {
+            topic: h.topic.clone(),
+        });
     }
     if h.queue_id < 0 || h.queue_id >= cfg.read_queue_nums {
-        return Err(GatewayError::InvalidParameter(format!(
-            "queueId[{}] is illegal, topic:[{}] topicConfig.readQueueNums:[{}] consumer:[{}]",
-            h.queue_id, h.topic, cfg.read_queue_nums, ch.peer
-        )));
+        return Err(GatewayError::PullQueueIllegal {
+            queue_id: h.queue_id,
+            topic: h.topic.clone(),
+            read_queues: cfg.read_queue_nums,
+            consumer: ch.peer,
+        });
     }
-    let shard = broker.shards.require(h.broker_name.as_deref(), ch.shard)?;
-    let filter = subscription_filter(broker, &h)?;
+    let shard = rmq
+        .node
+        .shards
+        .require(h.broker_name.as_deref(), ch.shard)?;
+    let filter = subscription_filter(rmq, &h)?;
     let queue = QueueKey {
         shard,
         topic: Topic::new(h.topic.clone()),
@@ -67,9 +78,8 @@ pub(crate) async fn handle(
     };
 
     if h.has_flag(PULL_FLAG_COMMIT_OFFSET) && h.commit_offset >= 0 {
-        broker
-            .meta
-            .commit_consumer_offsets(&[ConsumerOffset {
+        rmq.node
+            .commit_offsets(&[ConsumerOffset {
                 group: ConsumerGroup::new(h.consumer_group.clone()),
                 queue: queue.clone(),
                 offset: QueueOffset(h.commit_offset),
@@ -79,8 +89,8 @@ pub(crate) async fn handle(
 
     let max_count = usize::try_from(h.max_msg_nums.max(1))
         .unwrap_or(32)
-        .min(broker.settings.broker.max_pull_messages.max(1));
-    let mut max_bytes = broker.settings.broker.max_pull_bytes.as_usize();
+        .min(rmq.node.config.broker.max_pull_messages.max(1));
+    let mut max_bytes = rmq.node.config.broker.max_pull_bytes.as_usize();
     if let Some(m) = h
         .max_msg_bytes
         .and_then(|m| usize::try_from(m).ok())
@@ -88,35 +98,21 @@ pub(crate) async fn handle(
     {
         max_bytes = max_bytes.min(m);
     }
-    let mut attempt = pull_once(
-        broker,
-        &queue,
-        h.queue_offset,
-        max_count,
-        max_bytes,
-        &filter,
-    )
-    .await?;
+    let mut attempt = pull_once(rmq, &queue, h.queue_offset, max_count, max_bytes, &filter).await?;
     if attempt.code == ResponseCode::PullNotFound && h.has_flag(PULL_FLAG_SUSPEND) {
-        let hold = if broker.settings.broker.long_polling {
+        let hold = if rmq.node.config.broker.long_polling {
             Duration::from_millis(u64::try_from(h.suspend_timeout_millis).unwrap_or(0))
-                .min(broker.settings.broker.max_suspend)
+                .min(rmq.node.config.broker.max_suspend)
         } else {
-            broker.settings.broker.short_polling
+            rmq.node.config.broker.short_polling
         };
-        if let Ok(_permit) = broker.parked.clone().try_acquire_owned() {
-            if !park(broker, ch, &queue, h.queue_offset, hold).await {
-                return Err(GatewayError::System("connection closed".into()));
+        if let Some(_permit) = rmq.node.try_park() {
+            let offset = QueueOffset(h.queue_offset);
+            let gone = ch.closed.cancelled();
+            if rmq.node.wait_past(&queue, offset, hold, gone).await == Waited::Abandoned {
+                return Err(GatewayError::ConnectionClosed);
             }
-            attempt = pull_once(
-                broker,
-                &queue,
-                h.queue_offset,
-                max_count,
-                max_bytes,
-                &filter,
-            )
-            .await?;
+            attempt = pull_once(rmq, &queue, h.queue_offset, max_count, max_bytes, &filter).await?;
         }
     }
     tracing::debug!(
@@ -145,7 +141,7 @@ pub(crate) async fn handle(
 
 /// The filter of this pull: from the header with the SUBSCRIPTION bit, else from the
 /// group's heartbeat. An SQL92 expression that does not compile → SUBSCRIPTION_PARSE_FAILED.
-fn subscription_filter(broker: &Broker, h: &PullMessageRequestHeader) -> Result<MessageFilter> {
+fn subscription_filter(rmq: &Remoting, h: &PullMessageRequestHeader) -> Result<MessageFilter> {
     if h.has_flag(PULL_FLAG_CLASS_FILTER) {
         return Ok(MessageFilter::compile("*", None));
     }
@@ -155,26 +151,21 @@ fn subscription_filter(broker: &Broker, h: &PullMessageRequestHeader) -> Result<
             h.expression_type.as_deref(),
         )
     } else {
-        let sub = broker
+        let sub = rmq
             .registry
             .subscription(&h.consumer_group, &h.topic)
-            .map_err(|()| {
-                GatewayError::SubscriptionNotExist(format!(
-                    "the consumer's group info not exist, group: {}",
-                    h.consumer_group
-                ))
+            .map_err(|()| GatewayError::GroupNotExist {
+                group: h.consumer_group.clone(),
             })?
-            .ok_or_else(|| {
-                GatewayError::SubscriptionNotExist(format!(
-                    "the consumer's subscription not exist, group: {}, topic: {}",
-                    h.consumer_group, h.topic
-                ))
+            .ok_or_else(|| GatewayError::SubscriptionNotExist {
+                group: h.consumer_group.clone(),
+                topic: h.topic.clone(),
             })?;
         if sub.data.sub_version < h.sub_version {
-            return Err(GatewayError::SubscriptionNotLatest(format!(
-                "the consumer's subscription not latest, group: {} subscription version: {}",
-                h.consumer_group, sub.data.sub_version
-            )));
+            return Err(GatewayError::SubscriptionNotLatest {
+                group: h.consumer_group.clone(),
+                version: sub.data.sub_version,
+            });
         }
         sub.filter
     };
@@ -187,15 +178,15 @@ fn subscription_filter(broker: &Broker, h: &PullMessageRequestHeader) -> Result<
 }
 
 async fn pull_once(
-    broker: &Broker,
+    rmq: &Remoting,
     queue: &QueueKey,
     offset: i64,
     max_count: usize,
     max_bytes: usize,
     filter: &MessageFilter,
 ) -> Result<Attempt> {
-    let min = broker.heads.min_offset(queue).0;
-    let max = broker.heads.max_offset(queue).0;
+    let (min, max) = rmq.node.bounds(queue);
+    let (min, max) = (min.0, max.0);
     let status = |code, status, next| Attempt {
         code,
         status,
@@ -234,7 +225,8 @@ async fn pull_once(
         ));
     }
     let matches = |e: &EntryMeta| filter.matches_code(e.tags_code);
-    let batch = broker
+    let batch = rmq
+        .node
         .reader
         .read(queue, QueueOffset(offset), max_count, max_bytes, &matches)
         .await?;
@@ -271,32 +263,4 @@ async fn pull_once(
         max,
         body: Some(body),
     })
-}
-
-/// Waits until the queue's committed max offset passes `offset`, the hold time ends or the
-/// node stops. Returns false when the client connection closed meanwhile.
-async fn park(
-    broker: &Broker,
-    ch: &Channel,
-    queue: &QueueKey,
-    offset: i64,
-    hold: Duration,
-) -> bool {
-    let mut rx = broker.heads.watch(queue);
-    let arrived = async {
-        loop {
-            if rx.borrow_and_update().0 > offset {
-                return;
-            }
-            if rx.changed().await.is_err() {
-                return;
-            }
-        }
-    };
-    tokio::select! {
-        () = arrived => true,
-        () = broker.clock.sleep(hold) => true,
-        () = broker.cancel.cancelled() => true,
-        () = ch.closed.cancelled() => false,
-    }
 }

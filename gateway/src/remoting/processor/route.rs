@@ -1,5 +1,6 @@
-//! Name-server role: routes, cluster info, topic lists (§8). Routes come from meta: every
-//! topic has its queues on every shard, each shard published as a broker named
+//! Name-server role: routes, cluster info, topic lists (`docs/remoting-protocol.md#routes`).
+//! Routes come from meta: every topic has its queues on every shard, each shard published as
+//! a broker named
 //! `broker-<n>` at its owner's advertised address (first broker port + n). Any node answers
 //! with every shard that has a live owner, from the route table the membership loop keeps.
 
@@ -15,18 +16,18 @@ use stratus_compat::request::route::{
 use stratus_meta::TopicConfig;
 
 use super::json_body;
-use crate::app::Broker;
-use crate::dispatch::{respond, success};
 use crate::error::GatewayError;
-use crate::shard::shard_name;
+use crate::node::shards::shard_name;
+use crate::remoting::Remoting;
+use crate::remoting::dispatch::{respond, success};
 
-fn broker_datas(broker: &Broker) -> Vec<BrokerData> {
-    broker
+fn broker_datas(rmq: &Remoting) -> Vec<BrokerData> {
+    rmq.node
         .routes
         .all()
         .into_iter()
         .map(|(shard, addr)| BrokerData {
-            cluster: broker.settings.node.cluster_name.clone(),
+            cluster: rmq.node.config.node.cluster_name.clone(),
             broker_name: shard_name(shard),
             broker_addrs: BTreeMap::from([("0".to_owned(), addr)]),
             enable_acting_master: false,
@@ -36,11 +37,11 @@ fn broker_datas(broker: &Broker) -> Vec<BrokerData> {
 
 /// The route of one topic.
 pub(crate) fn route_data(
-    broker: &Broker,
+    rmq: &Remoting,
     topic: &TopicConfig,
     order_conf: Option<String>,
 ) -> TopicRouteData {
-    let brokers = broker_datas(broker);
+    let brokers = broker_datas(rmq);
     let queue_datas = brokers
         .iter()
         .map(|b| QueueData {
@@ -61,11 +62,11 @@ pub(crate) fn route_data(
 
 /// GET_ROUTEINFO_BY_TOPIC (105).
 pub(crate) async fn get_route(
-    broker: &Arc<Broker>,
+    rmq: &Arc<Remoting>,
     cmd: &RemotingCommand,
 ) -> Result<RemotingCommand, GatewayError> {
     let header = GetRouteInfoRequestHeader::from_command(cmd)?;
-    let Some(topic) = broker.topics.get_or_auto_create(&header.topic).await? else {
+    let Some(topic) = rmq.node.topics.get_or_auto_create(&header.topic).await? else {
         return Ok(respond(
             ResponseCode::TopicNotExist,
             format!(
@@ -74,27 +75,28 @@ pub(crate) async fn get_route(
             ),
         ));
     };
-    if broker.routes.all().is_empty() {
+    if rmq.node.routes.all().is_empty() {
         return Ok(respond(
             ResponseCode::TopicNotExist,
             "no shard is owned by a live node",
         ));
     }
-    let order = broker
+    let order = rmq
+        .node
         .meta
         .get_kv("ORDER_TOPIC_CONFIG", &header.topic)
         .await?;
     let mut resp = success();
-    resp.body = json_body(&route_data(broker, &topic, order))?;
+    resp.body = json_body(&route_data(rmq, &topic, order))?;
     Ok(resp)
 }
 
 /// GET_BROKER_CLUSTER_INFO (106).
-pub(crate) fn cluster_info(broker: &Arc<Broker>) -> Result<RemotingCommand, GatewayError> {
-    let brokers = broker_datas(broker);
+pub(crate) fn cluster_info(rmq: &Arc<Remoting>) -> Result<RemotingCommand, GatewayError> {
+    let brokers = broker_datas(rmq);
     let info = ClusterInfo {
         cluster_addr_table: BTreeMap::from([(
-            broker.settings.node.cluster_name.clone(),
+            rmq.node.config.node.cluster_name.clone(),
             brokers.iter().map(|b| b.broker_name.clone()).collect(),
         )]),
         broker_addr_table: brokers
@@ -109,19 +111,20 @@ pub(crate) fn cluster_info(broker: &Arc<Broker>) -> Result<RemotingCommand, Gate
 
 /// GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206) and GET_TOPICS_BY_CLUSTER (224).
 pub(crate) fn topic_list(
-    broker: &Arc<Broker>,
+    rmq: &Arc<Remoting>,
     by_cluster: Option<&RemotingCommand>,
 ) -> Result<RemotingCommand, GatewayError> {
     if let Some(cmd) = by_cluster {
         let cluster = ClusterHeader::from_command(cmd)?.cluster;
-        if cluster != broker.settings.node.cluster_name {
+        if cluster != rmq.node.config.node.cluster_name {
             let mut resp = success();
             resp.body = json_body(&TopicList::default())?;
             return Ok(resp);
         }
     }
     let list = TopicList {
-        topic_list: broker
+        topic_list: rmq
+            .node
             .topics
             .all()
             .into_iter()

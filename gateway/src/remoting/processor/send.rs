@@ -22,12 +22,15 @@ use stratus_meta::{SegmentEffect, ShardId, TopicConfig};
 use stratus_segments::SegmentError;
 use stratus_segments::writer::{AppendTicket, MessageToStore};
 
-use crate::app::Broker;
-use crate::dispatch::{respond, success};
 use crate::error::{GatewayError, Result};
-use crate::net::Channel;
-use crate::topics::{self, PERM_WRITE, RETRY_PREFIX};
-use crate::{schedule, transaction};
+use crate::remoting::Remoting;
+use crate::remoting::dispatch::{respond, success};
+use crate::remoting::net::Channel;
+use stratus_compat::topic::{DLQ_PREFIX, PERM_WRITE, RETRY_PREFIX};
+
+use crate::node::topics;
+use crate::remoting::rewrite::retry::{DEFAULT_MAX_RECONSUME, VERSION_WITH_MAX_RECONSUME};
+use crate::remoting::rewrite::{delay, timer, transaction};
 
 /// Longest properties string (stored with an i16 length).
 const MAX_PROPERTIES_LEN: usize = 32_767;
@@ -57,17 +60,17 @@ pub(crate) struct Appended {
 }
 
 /// Phase one (reader task, in order, no await).
-pub(crate) fn prepare(broker: &Arc<Broker>, ch: &Channel, cmd: &RemotingCommand) -> Prepared {
+pub(crate) fn prepare(rmq: &Arc<Remoting>, ch: &Channel, cmd: &RemotingCommand) -> Prepared {
     let mut header = match SendMessageRequestHeader::from_command(cmd) {
         Ok(h) => h,
         Err(e) => return Prepared::Failed(e.into()),
     };
-    divert_exhausted_retry(&mut header);
+    divert_exhausted_retry(&mut header, cmd.version);
     if let Err(e) = check_topic(&header.topic) {
         return Prepared::Failed(e);
     }
-    match broker.topics.get(&header.topic) {
-        Some(cfg) => match append(broker, ch.peer, ch.shard, &header, cmd.body.clone(), &cfg) {
+    match rmq.node.topics.get(&header.topic) {
+        Some(cfg) => match append(rmq, ch.peer, ch.shard, &header, cmd.body.clone(), &cfg) {
             Ok(a) => Prepared::Appended(a),
             Err(e) => Prepared::Failed(e),
         },
@@ -80,7 +83,7 @@ pub(crate) fn prepare(broker: &Arc<Broker>, ch: &Channel, cmd: &RemotingCommand)
 
 /// Phase two (spawned): auto-create if needed, await durability, answer.
 pub(crate) async fn complete(
-    broker: &Arc<Broker>,
+    rmq: &Arc<Remoting>,
     prepared: Prepared,
     cmd: RemotingCommand,
 ) -> Result<RemotingCommand> {
@@ -89,8 +92,9 @@ pub(crate) async fn complete(
         Prepared::Failed(e) => return Err(e),
         Prepared::Deferred { peer, conn_shard } => {
             let mut header = SendMessageRequestHeader::from_command(&cmd)?;
-            divert_exhausted_retry(&mut header);
-            let cfg = broker
+            divert_exhausted_retry(&mut header, cmd.version);
+            let cfg = rmq
+                .node
                 .topics
                 .auto_create_on_send(
                     &header.topic,
@@ -98,13 +102,10 @@ pub(crate) async fn complete(
                     header.default_topic_queue_nums,
                 )
                 .await?
-                .ok_or_else(|| {
-                    GatewayError::TopicNotExist(format!(
-                        "topic[{}] not exist, apply first please!",
-                        header.topic
-                    ))
+                .ok_or_else(|| GatewayError::TopicNotExist {
+                    topic: header.topic.clone(),
                 })?;
-            append(broker, peer, conn_shard, &header, cmd.body.clone(), &cfg)?
+            append(rmq, peer, conn_shard, &header, cmd.body.clone(), &cfg)?
         }
     };
     let Appended {
@@ -117,7 +118,7 @@ pub(crate) async fn complete(
     let msg_id = ticket
         .handles
         .iter()
-        .map(|h| create_offset_msg_id(broker.store_host, h.0))
+        .map(|h| create_offset_msg_id(rmq.node.store_host, h.0))
         .collect::<Vec<_>>()
         .join(",");
     // Not durable in time: FLUSH_DISK_TIMEOUT carries the send header, as the reference's
@@ -142,25 +143,32 @@ pub(crate) async fn complete(
 }
 
 /// A client's own re-send to `%RETRY%<group>` whose reconsume count is past its maximum
-/// goes to `%DLQ%<group>` instead (`SendMessageProcessor#handleRetryAndDLQ`; strictly
-/// greater, as the reference).
-fn divert_exhausted_retry(header: &mut SendMessageRequestHeader) {
+/// goes to `%DLQ%<group>` instead, at once: its delay level becomes -1, so it is not
+/// scheduled (`SendMessageProcessor#handleRetryAndDLQ`: strictly greater; the header's
+/// `maxReconsumeTimes` counts from V3_4_9 on, else the group's default of 16).
+fn divert_exhausted_retry(header: &mut SendMessageRequestHeader, version: i32) {
     let Some(group) = header.topic.strip_prefix(RETRY_PREFIX) else {
         return;
     };
-    let max = header.max_reconsume_times.unwrap_or(16);
+    let max = match header.max_reconsume_times {
+        Some(n) if version >= VERSION_WITH_MAX_RECONSUME => n,
+        _ => DEFAULT_MAX_RECONSUME,
+    };
     if header.reconsume_times.unwrap_or(0) > max {
-        header.topic = format!("{}{group}", topics::DLQ_PREFIX);
+        header.topic = format!("{DLQ_PREFIX}{group}");
         header.queue_id = 0;
+        let mut props = Properties::parse(header.properties.as_deref().unwrap_or_default());
+        props.insert(keys::DELAY, "-1");
+        header.properties = Some(props.encode());
     }
 }
 
 fn check_topic(topic: &str) -> Result<()> {
-    topics::validate_topic_name(topic)?;
+    topics::validate_name(topic)?;
     if topics::is_not_sendable(topic) {
-        return Err(GatewayError::NoPermission(format!(
-            "Sending message to topic[{topic}] is forbidden."
-        )));
+        return Err(GatewayError::NotSendable {
+            topic: topic.to_owned(),
+        });
     }
     Ok(())
 }
@@ -169,7 +177,7 @@ static QUEUE_PICK: AtomicU32 = AtomicU32::new(0);
 
 /// Validates against `cfg`, builds the stored messages and appends them.
 fn append(
-    broker: &Broker,
+    rmq: &Remoting,
     peer: SocketAddr,
     conn_shard: Option<ShardId>,
     header: &SendMessageRequestHeader,
@@ -177,32 +185,34 @@ fn append(
     cfg: &TopicConfig,
 ) -> Result<Appended> {
     if cfg.perm & PERM_WRITE == 0 {
-        return Err(GatewayError::NoPermission(format!(
-            "the topic[{}] sending message is forbidden",
-            header.topic
-        )));
+        return Err(GatewayError::NotWritable {
+            topic: header.topic.clone(),
+        });
     }
     let queue_count = cfg.read_queue_nums.max(cfg.write_queue_nums);
     let queue_id = if header.queue_id < 0 {
         let n = u32::try_from(cfg.write_queue_nums.max(1)).unwrap_or(1);
         i32::try_from(QUEUE_PICK.fetch_add(1, Ordering::Relaxed) % n).unwrap_or(0)
     } else if header.queue_id >= queue_count {
-        return Err(GatewayError::InvalidParameter(format!(
-            "request queueId[{}] is illegal, topic:[{}] topicConfig.writeQueueNums:[{}] consumerQueueNums:[{}]",
-            header.queue_id, header.topic, cfg.write_queue_nums, cfg.read_queue_nums
-        )));
+        return Err(GatewayError::SendQueueIllegal {
+            queue_id: header.queue_id,
+            topic: header.topic.clone(),
+            write_queues: cfg.write_queue_nums,
+            read_queues: cfg.read_queue_nums,
+        });
     } else {
         header.queue_id
     };
-    let shard = broker
+    let shard = rmq
+        .node
         .shards
         .require(header.broker_name.as_deref(), conn_shard)?;
-    let max_size = broker.settings.broker.max_message_size.as_usize();
+    let max_size = rmq.node.config.broker.max_message_size.as_usize();
     if body.len() > max_size {
-        return Err(GatewayError::MessageIllegal(format!(
-            "the message body size {} is greater than the max message size {max_size}",
-            body.len()
-        )));
+        return Err(GatewayError::BodyTooLarge {
+            size: body.len(),
+            max: max_size,
+        });
     }
     let base = MessageBase {
         topic: Topic::new(header.topic.clone()),
@@ -210,51 +220,48 @@ fn append(
         sys_flag: header.sys_flag,
         born_timestamp: header.born_timestamp,
         born_host: peer,
-        store_host: broker.store_host,
+        store_host: rmq.node.store_host,
         reconsume_times: header.reconsume_times.unwrap_or(0),
-        cluster: &broker.settings.node.cluster_name,
+        cluster: &rmq.node.config.node.cluster_name,
     };
     let props_text = header.properties.clone().unwrap_or_default();
     let (messages, uniq_key) = if header.batch {
         if header.topic.starts_with(RETRY_PREFIX) {
-            return Err(GatewayError::MessageIllegal(
-                "batch request does not support retry group".into(),
-            ));
+            return Err(GatewayError::BatchToRetryTopic);
         }
-        let entries = decode_batch(&body)
-            .map_err(|e| GatewayError::MessageIllegal(format!("malformed batch body: {e}")))?;
+        let entries =
+            decode_batch(&body).map_err(|e| GatewayError::MalformedBatch(e.to_string()))?;
         if entries.is_empty() {
-            return Err(GatewayError::MessageIllegal("empty batch".into()));
+            return Err(GatewayError::EmptyBatch);
         }
         let mut out = Vec::with_capacity(entries.len());
         for (i, e) in entries.into_iter().enumerate() {
             let props = Properties::parse(&e.properties);
-            out.push(base.message(broker, shard, e.flag, e.body, props, i)?);
+            out.push(base.message(rmq, shard, e.flag, e.body, props, i)?);
         }
         (out, None)
     } else {
         let props = Properties::parse(&props_text);
         let half = transaction::is_half(&props, header.sys_flag);
-        let delay = schedule::requested_level(&props);
-        let mut msg = base.message(broker, shard, header.flag, body, props, 0)?;
+        let delay = delay::requested_level(&props);
+        let mut msg = base.message(rmq, shard, header.flag, body, props, 0)?;
         let uniq = Properties::parse(&msg.properties)
             .get(keys::UNIQ_KEY)
             .map(str::to_owned);
         if half {
             // Stored in the half topic; the answer still names the requested queue, with
             // the half-queue offset END_TRANSACTION will quote back.
-            let timeout_ms = crate::config::millis(broker.settings.transaction.timeout);
+            let timeout_ms = crate::config::millis(rmq.node.config.transaction.timeout);
             let template = transaction::to_half(&mut msg, &header.producer_group, timeout_ms);
-            let ticket =
-                broker
-                    .writer
-                    .append_with(shard, vec![msg], |offset, handles, stored_at| {
-                        handles
-                            .first()
-                            .map(|h| template.effect(shard, offset, *h, stored_at))
-                            .into_iter()
-                            .collect()
-                    })?;
+            let ticket = rmq
+                .node
+                .append_with(shard, vec![msg], |offset, handles, stored_at| {
+                    handles
+                        .first()
+                        .map(|h| template.effect(shard, offset, *h, stored_at))
+                        .into_iter()
+                        .collect()
+                })?;
             return Ok(Appended {
                 ticket,
                 uniq_key: uniq,
@@ -262,16 +269,17 @@ fn append(
             });
         }
         if delay.is_none()
-            && let Some(due) = schedule::requested_timer(
+            && let Some(due) = timer::requested_timer(
                 &Properties::parse(&msg.properties),
-                broker.clock.now_ms(),
+                rmq.node.clock.now_ms(),
             )?
-            && due > broker.clock.now_ms()
+            && due > rmq.node.clock.now_ms()
             && !half
         {
             // Stored in the timer topic; due time indexed in meta with the commit.
-            schedule::to_timer(&mut msg, due);
-            let ticket = broker
+            timer::to_timer(&mut msg, due);
+            let ticket = rmq
+                .node
                 .writer
                 .append_with(shard, vec![msg], |_, handles, _| {
                     handles
@@ -292,8 +300,8 @@ fn append(
         if let Some(level) = delay {
             // Stored in the schedule topic until due; the answer names the requested queue
             // and the schedule-queue offset, as the reference's.
-            schedule::to_scheduled(&mut msg, level, schedule::levels(broker).len());
-            let ticket = broker.writer.append(shard, vec![msg])?;
+            delay::to_scheduled(&mut msg, level, rmq.node.config.delay_levels.len());
+            let ticket = rmq.node.append(shard, vec![msg])?;
             return Ok(Appended {
                 ticket,
                 uniq_key: uniq,
@@ -302,7 +310,7 @@ fn append(
         }
         (vec![msg], uniq)
     };
-    let ticket = broker.writer.append(shard, messages)?;
+    let ticket = rmq.node.append(shard, messages)?;
     Ok(Appended {
         ticket,
         uniq_key,
@@ -329,7 +337,7 @@ impl MessageBase<'_> {
     /// `UNIQ_KEY` added when missing) and the tags code.
     fn message(
         &self,
-        broker: &Broker,
+        rmq: &Remoting,
         _shard: ShardId,
         flag: i32,
         body: Bytes,
@@ -343,17 +351,17 @@ impl MessageBase<'_> {
             let id = stratus_compat::message::uniq::new_uniq_id(
                 self.store_host.ip(),
                 n,
-                broker.clock.now_ms(),
+                rmq.node.clock.now_ms(),
             );
             props.insert(keys::UNIQ_KEY, &id);
         }
         let tags_code = props.get(keys::TAGS).map_or(0, java_string_hash);
         let properties = props.encode();
         if properties.len() > MAX_PROPERTIES_LEN {
-            return Err(GatewayError::MessageIllegal(format!(
-                "the message properties length {} is greater than {MAX_PROPERTIES_LEN}",
-                properties.len()
-            )));
+            return Err(GatewayError::PropertiesTooLong {
+                len: properties.len(),
+                max: MAX_PROPERTIES_LEN,
+            });
         }
         Ok(MessageToStore {
             topic: self.topic.clone(),

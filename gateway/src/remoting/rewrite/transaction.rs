@@ -1,9 +1,9 @@
-//! Transactional messages (§11, §19.9): half messages are stored in
-//! `RMQ_SYS_TRANS_HALF_TOPIC` queue 0 of their shard, with their pending state in meta
-//! (inserted by the same meta transaction that commits their segment). END_TRANSACTION
+//! Transactional messages (`docs/remoting-protocol.md#transactions`): half messages are
+//! stored in `RMQ_SYS_TRANS_HALF_TOPIC` queue 0 of their shard, with their pending state in
+//! meta (inserted by the same meta transaction that commits their segment). END_TRANSACTION
 //! commits (appends the real message and deletes the pending row in one segment commit) or
-//! rolls back (deletes the row); the checker asks a live producer of the group about half
-//! messages left pending past the transaction timeout.
+//! rolls back (deletes the row); the check service (`services/transaction_check.rs`) asks a
+//! live producer of the group about half messages left pending past the transaction timeout.
 //!
 //! Mirrors `EndTransactionProcessor` and `TransactionalMessageServiceImpl#check`, without
 //! the reference's op-queue: a commit and the removal of its pending row are one atomic
@@ -16,35 +16,25 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
-use stratus_compat::RequestCode;
 use stratus_compat::command::RemotingCommand;
-use stratus_compat::message::id::create_offset_msg_id;
 use stratus_compat::message::properties::{Properties, keys};
 use stratus_compat::message::record::MessageExt;
 use stratus_compat::message::sysflag;
 use stratus_compat::request::transaction::{
-    CheckTransactionStateRequestHeader, EndTransactionRequestHeader, TRANSACTION_COMMIT_TYPE,
-    TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE,
+    EndTransactionRequestHeader, TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE,
+    TRANSACTION_ROLLBACK_TYPE,
 };
+use stratus_compat::topic::HALF_TOPIC;
 use stratus_compat::types::{CommitLogOffset, ProducerGroup, QueueId, QueueOffset, Topic};
 use stratus_meta::{HalfMessage, SegmentEffect, ShardId};
 use stratus_segments::handle;
 use stratus_segments::writer::MessageToStore;
-use tracing::{debug, info, warn};
+use tracing::{debug, info};
 
-use crate::app::Broker;
-use crate::dispatch::success;
 use crate::error::{GatewayError, Result};
-use crate::restore::restore;
-
-/// Topic of half messages.
-pub(crate) const HALF_TOPIC: &str = "RMQ_SYS_TRANS_HALF_TOPIC";
-/// Property carrying the transaction id on half messages.
-const TRANSACTION_ID: &str = "__transactionId__";
-/// Property counting check-backs on the record sent with CHECK_TRANSACTION_STATE.
-const CHECK_TIMES: &str = "TRANSACTION_CHECK_TIMES";
-/// Property a producer may set to delay the first check-back (seconds).
-const CHECK_IMMUNITY: &str = "CHECK_IMMUNITY_TIME_IN_SECONDS";
+use crate::remoting::Remoting;
+use crate::remoting::dispatch::success;
+use crate::remoting::rewrite::restore;
 
 /// True when a send is a half message (property `TRAN_MSG=true` or the prepared sysflag).
 pub(crate) fn is_half(props: &Properties, sys_flag: i32) -> bool {
@@ -66,10 +56,10 @@ pub(crate) fn to_half(
     let uniq = props.get(keys::UNIQ_KEY).unwrap_or_default().to_owned();
     props.insert(keys::REAL_TOPIC, msg.topic.as_str());
     props.insert(keys::REAL_QID, &msg.queue_id.0.to_string());
-    props.insert(TRANSACTION_ID, &uniq);
+    props.insert(keys::TRANSACTION_ID, &uniq);
     let group = props.get(keys::PGROUP).unwrap_or(producer_group).to_owned();
     let immunity_ms = props
-        .get(CHECK_IMMUNITY)
+        .get(keys::CHECK_IMMUNITY_TIME_IN_SECONDS)
         .and_then(|v| v.trim().parse::<i64>().ok())
         .map_or(0, |s| s.saturating_mul(1000));
     let template = HalfTemplate {
@@ -146,14 +136,14 @@ impl Transactions {
         inserted.then(|| Claim { owner: self, key })
     }
 
-    fn is_ending(&self, shard: ShardId, handle: CommitLogOffset) -> bool {
+    pub(crate) fn is_ending(&self, shard: ShardId, handle: CommitLogOffset) -> bool {
         self.ending.lock().contains(&(shard, handle.0))
     }
 }
 
 /// END_TRANSACTION (37). `Ok(None)`: no answer (state "unknown", as the reference).
 pub(crate) async fn end(
-    broker: &Arc<Broker>,
+    rmq: &Arc<Remoting>,
     cmd: &RemotingCommand,
 ) -> Result<Option<RemotingCommand>> {
     let h = EndTransactionRequestHeader::from_command(cmd)?;
@@ -171,56 +161,48 @@ pub(crate) async fn end(
         }
     };
     let handle = CommitLogOffset(h.commit_log_offset);
-    let (shard, _) = handle::decode(handle).ok_or_else(|| {
-        GatewayError::System(format!(
-            "The commit log offset wrong: {}",
-            h.commit_log_offset
-        ))
+    let (shard, _) = handle::decode(handle).ok_or_else(|| GatewayError::CommitLogOffsetWrong {
+        offset: h.commit_log_offset,
     })?;
-    broker.shards.require_owned(shard)?;
-    let Some(_claim) = broker.transactions.claim(shard, handle) else {
+    rmq.node.shards.require_owned(shard)?;
+    let Some(_claim) = rmq.transactions.claim(shard, handle) else {
         info!(%shard, handle = handle.0, "half message is already being ended; ignoring a second end");
-        return Err(GatewayError::System(
-            "the transaction is already being ended".into(),
-        ));
+        return Err(GatewayError::TransactionBeingEnded);
     };
-    let Some(half) = broker.meta.half_message(shard, handle).await? else {
+    let Some(half) = rmq.node.meta.half_message(shard, handle).await? else {
         // Already committed or rolled back (or never stored): nothing to do, and nothing
         // harmful is done.
         info!(%shard, handle = handle.0, msg_id = %h.msg_id, commit, "end of a transaction that is not pending");
-        return Err(GatewayError::System(format!(
-            "look message by offset failed, {}",
-            h.commit_log_offset
-        )));
+        return Err(GatewayError::LookMessageFailed {
+            offset: h.commit_log_offset,
+        });
     };
     if half.producer_group.as_str() != h.producer_group {
-        return Err(GatewayError::System("The producer group wrong".into()));
+        return Err(GatewayError::ProducerGroupWrong);
     }
     if half.queue_offset.0 != h.tran_state_table_offset {
-        return Err(GatewayError::System(
-            "The transaction state table offset wrong".into(),
-        ));
+        return Err(GatewayError::TranStateTableOffsetWrong);
     }
     if commit {
-        let record = broker.reader.read_by_handle(handle).await?.ok_or_else(|| {
-            GatewayError::System(format!(
-                "look message by offset failed, {}",
-                h.commit_log_offset
-            ))
+        let record = rmq.node.read_by_handle(handle).await?.ok_or_else(|| {
+            GatewayError::LookMessageFailed {
+                offset: h.commit_log_offset,
+            }
         })?;
         let msg = committed_message(
             &half,
             record,
-            broker.store_host,
-            crate::schedule::levels(broker).len(),
+            rmq.node.store_host,
+            rmq.node.config.delay_levels.len(),
         )?;
-        let ticket = broker.writer.append_with(shard, vec![msg], |_, _, _| {
-            vec![SegmentEffect::HalfResolved { shard, handle }]
-        })?;
-        ticket.durable().await?;
+        rmq.node
+            .append_durable(shard, vec![msg], |_, _, _| {
+                vec![SegmentEffect::HalfResolved { shard, handle }]
+            })
+            .await?;
         info!(%shard, handle = handle.0, topic = %half.real_topic, "transaction committed");
     } else {
-        broker.meta.resolve_half_message(shard, handle).await?;
+        rmq.node.meta.resolve_half_message(shard, handle).await?;
         info!(%shard, handle = handle.0, "transaction rolled back");
     }
     Ok(Some(success()))
@@ -236,13 +218,15 @@ fn committed_message(
     levels: usize,
 ) -> Result<MessageToStore> {
     let mut src = record;
-    let m = MessageExt::decode(&mut src)
-        .map_err(|e| GatewayError::System(format!("corrupt half message: {e}")))?;
+    let m = MessageExt::decode(&mut src).map_err(|e| GatewayError::CorruptRecord {
+        what: "half message",
+        detail: e.to_string(),
+    })?;
     let mut props = Properties::parse(&m.properties);
     props.remove(keys::REAL_TOPIC);
     props.remove(keys::REAL_QID);
     props.remove(keys::TRAN_MSG);
-    let delay = crate::schedule::requested_level(&props);
+    let delay = crate::remoting::rewrite::delay::requested_level(&props);
     let mut msg = restore(
         &m,
         half.real_topic.clone(),
@@ -256,99 +240,23 @@ fn committed_message(
     // A committed message with a delay level waits in the schedule topic (the reference
     // applies the delay at commit time).
     if let Some(level) = delay {
-        crate::schedule::to_scheduled(&mut msg, level, levels);
+        crate::remoting::rewrite::delay::to_scheduled(&mut msg, level, levels);
     }
     Ok(msg)
 }
 
-/// The check-back loop: every `transaction.check_interval`, each owned shard's due half
-/// messages are checked with one live producer of their group.
-pub(crate) async fn run_checker(broker: Arc<Broker>) {
-    let every = broker.settings.transaction.check_interval;
-    loop {
-        tokio::select! {
-            () = broker.cancel.cancelled() => return,
-            () = broker.clock.sleep(every) => {}
-        }
-        for (shard, _) in broker.shards.all() {
-            if let Err(e) = check_shard(&broker, shard).await {
-                warn!(%shard, error = %e, "transaction check round failed; will retry");
-            }
-        }
-    }
-}
-
-async fn check_shard(broker: &Arc<Broker>, shard: ShardId) -> Result<()> {
-    let now = broker.clock.now_ms();
-    let cfg = &broker.settings.transaction;
-    let interval_ms = crate::config::millis(cfg.check_interval);
-    for half in broker.meta.due_half_messages(shard, now, 1000).await? {
-        if broker.transactions.is_ending(shard, half.handle) {
-            continue;
-        }
-        if half.check_times >= cfg.max_checks {
-            if cfg.discard_after_max_checks {
-                warn!(%shard, handle = half.handle.0, group = %half.producer_group, checks = half.check_times,
-                    "half message discarded after the last check-back");
-                broker.meta.resolve_half_message(shard, half.handle).await?;
-            } else {
-                warn!(%shard, handle = half.handle.0, group = %half.producer_group, checks = half.check_times,
-                    "half message kept pending; no more check-backs");
-                broker
-                    .meta
-                    .record_half_check(shard, half.handle, half.check_times, i64::MAX)
-                    .await?;
-            }
-            continue;
-        }
-        let Some(channel) = broker
-            .registry
-            .producer_channels(half.producer_group.as_str())
-            .into_iter()
-            .next()
-        else {
-            debug!(%shard, group = %half.producer_group, "no live producer of the group; check later");
-            continue;
-        };
-        let Some(record) = broker.reader.read_by_handle(half.handle).await? else {
-            warn!(%shard, handle = half.handle.0, "half message record missing; dropping its pending state");
-            broker.meta.resolve_half_message(shard, half.handle).await?;
-            continue;
-        };
-        let checks = half.check_times + 1;
-        let body = check_body(&half, record, checks)?;
-        let mut cmd = RemotingCommand::request(RequestCode::CheckTransactionState.to_i32(), 0);
-        CheckTransactionStateRequestHeader {
-            tran_state_table_offset: half.queue_offset.0,
-            commit_log_offset: half.handle.0,
-            msg_id: half.transaction_id.clone(),
-            transaction_id: half.transaction_id.clone(),
-            offset_msg_id: create_offset_msg_id(broker.store_host, half.handle.0),
-            topic: Some(HALF_TOPIC.to_owned()),
-            broker_name: Some(crate::shard::shard_name(shard)),
-        }
-        .write_to(&mut cmd);
-        cmd.body = body;
-        channel.oneway(cmd);
-        broker
-            .meta
-            .record_half_check(shard, half.handle, checks, now.saturating_add(interval_ms))
-            .await?;
-        info!(%shard, handle = half.handle.0, group = %half.producer_group, checks, peer = %channel.peer, "transaction check-back sent");
-    }
-    Ok(())
-}
-
 /// The record sent with CHECK_TRANSACTION_STATE: the half message with TOPIC and QUEUEID set
 /// to the real ones and its check count in `TRANSACTION_CHECK_TIMES`.
-fn check_body(half: &HalfMessage, record: Bytes, checks: i32) -> Result<Bytes> {
+pub(crate) fn check_body(half: &HalfMessage, record: Bytes, checks: i32) -> Result<Bytes> {
     let mut src = record;
-    let mut m = MessageExt::decode(&mut src)
-        .map_err(|e| GatewayError::System(format!("corrupt half message: {e}")))?;
+    let mut m = MessageExt::decode(&mut src).map_err(|e| GatewayError::CorruptRecord {
+        what: "half message",
+        detail: e.to_string(),
+    })?;
     m.topic = half.real_topic.to_string();
     m.queue_id = half.real_queue_id.0;
     let mut props = Properties::parse(&m.properties);
-    props.insert(CHECK_TIMES, &checks.to_string());
+    props.insert(keys::TRANSACTION_CHECK_TIMES, &checks.to_string());
     m.properties = props.encode();
     let mut out = BytesMut::with_capacity(m.encoded_len());
     m.encode(&mut out);

@@ -1,0 +1,132 @@
+//! Composition root: checks the config, opens the components, builds the node core and the
+//! RocketMQ front end, takes this node's share of shards, and runs until shutdown, which it
+//! performs in order.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::Context;
+use object_store::ObjectStore;
+use tracing::{info, warn};
+
+use crate::config::Settings;
+use crate::node::shards::ShardServer;
+use crate::node::{Components, Node};
+use crate::remoting::Remoting;
+use crate::services::{self, membership};
+
+/// A running node.
+#[derive(Debug)]
+pub struct App {
+    node: Arc<Node>,
+    remoting: Arc<Remoting>,
+    front_ends: Vec<Arc<dyn ShardServer>>,
+    namesrv: (SocketAddr, tokio::net::TcpListener),
+    /// The `/metrics` listener (`metrics.addr`), unless off.
+    metrics: Option<tokio::net::TcpListener>,
+}
+
+impl App {
+    /// Builds every component and binds the listeners.
+    ///
+    /// # Errors
+    /// Any start-up failure, naming the setting involved.
+    pub async fn build(settings: Settings) -> anyhow::Result<Self> {
+        Self::build_with(settings, None).await
+    }
+
+    /// Like [`App::build`], with `object_store` instead of the one
+    /// `storage.object_store_url` names (tests inject faults through it).
+    ///
+    /// # Errors
+    /// As [`App::build`].
+    pub async fn build_with_object_store(
+        settings: Settings,
+        object_store: Arc<dyn ObjectStore>,
+    ) -> anyhow::Result<Self> {
+        Self::build_with(settings, Some(object_store)).await
+    }
+
+    async fn build_with(
+        settings: Settings,
+        injected: Option<Arc<dyn ObjectStore>>,
+    ) -> anyhow::Result<Self> {
+        let config = settings.check()?;
+        let components = Components::open(&config, injected).await?;
+        let node = Arc::new(Node::new(config, components).await?);
+        let remoting = Remoting::new(node.clone());
+        // The name-server port first; each shard's port is bound when the shard is taken.
+        let addr = node.config.listen.namesrv_addr;
+        let l = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("listen.namesrv_addr: cannot bind {addr}"))?;
+        let namesrv = (l.local_addr()?, l);
+        let front_ends: Vec<Arc<dyn ShardServer>> = vec![remoting.clone()];
+        membership::start(&node, &front_ends).await?;
+        let metrics = match node.config.metrics_addr {
+            Some(addr) => Some(
+                tokio::net::TcpListener::bind(addr)
+                    .await
+                    .with_context(|| format!("metrics.addr: cannot bind {addr}"))?,
+            ),
+            None => None,
+        };
+        Ok(Self {
+            node,
+            remoting,
+            front_ends,
+            namesrv,
+            metrics,
+        })
+    }
+
+    /// Address of the `/metrics` endpoint, unless it is off.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics.as_ref().and_then(|l| l.local_addr().ok())
+    }
+
+    /// Addresses actually bound (useful with port 0).
+    pub fn local_addrs(&self) -> Vec<SocketAddr> {
+        vec![self.namesrv.0]
+    }
+
+    /// Serves until `shutdown` completes, then shuts down in order: stop accepting and stop
+    /// every service (one token), commit pending sends, release shards, wait for every
+    /// task, close meta.
+    ///
+    /// # Errors
+    /// When shutdown exceeds its grace period.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
+        let Self {
+            node,
+            remoting,
+            front_ends,
+            namesrv: (addr, listener),
+            metrics,
+        } = self;
+        info!(%addr, "listening");
+        remoting.serve_namesrv(listener);
+        services::start(&node, &remoting, front_ends, metrics);
+        shutdown.await;
+        info!("shutting down");
+        let grace = node.config.node.shutdown_grace;
+        let n = node.clone();
+        let ordered = async move {
+            n.cancel.cancel();
+            if let Err(e) = n.writer.shutdown().await {
+                warn!(error = %e, "final flush failed");
+            }
+            membership::release_all(&n).await;
+            n.tracker.close();
+            n.tracker.wait().await;
+            n.meta.close().await;
+        };
+        #[allow(clippy::disallowed_methods)] // the shutdown deadline is wall-clock by design
+        let res = tokio::time::timeout(grace, ordered).await;
+        drop(remoting);
+        match res {
+            Ok(()) => Ok(()),
+            Err(_) => anyhow::bail!("shutdown exceeded node.shutdown_grace ({grace:?})"),
+        }
+    }
+}

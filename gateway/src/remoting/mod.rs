@@ -1,0 +1,102 @@
+//! The RocketMQ front end: the only part of the gateway that knows `RemotingCommand`.
+//!
+//! Read top-down: [`net`] accepts connections and cuts frames (listener → connection →
+//! channel), [`dispatch`] routes each request code to a [`processor`], processors answer
+//! from the node core, and [`rewrite`] holds RocketMQ's own re-stores (half messages,
+//! delay levels, timers, retry and dead-letter topics). [`codes`] maps errors to response
+//! codes, once. The front end's own state — client channels by group ([`registry`]),
+//! orderly queue locks ([`locks`]) and transactions being ended — lives in [`Remoting`].
+
+pub(crate) mod codes;
+pub(crate) mod dispatch;
+pub(crate) mod filter;
+pub(crate) mod locks;
+pub(crate) mod net;
+pub(crate) mod processor;
+pub(crate) mod registry;
+pub(crate) mod rewrite;
+#[cfg(test)]
+pub(crate) mod testing;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::Context;
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use stratus_meta::ShardId;
+use tokio_util::sync::CancellationToken;
+
+use crate::node::Node;
+use crate::node::shards::{BoundShard, ShardServer, shard_port};
+
+/// The RocketMQ front end's state over the node core.
+#[derive(Debug)]
+pub(crate) struct Remoting {
+    /// The node core.
+    pub(crate) node: Arc<Node>,
+    /// Producer and consumer channels by group, and consumer subscriptions.
+    pub(crate) registry: registry::Registry,
+    /// Half messages being ended right now.
+    pub(crate) transactions: rewrite::transaction::Transactions,
+    /// Orderly consumers' queue locks.
+    pub(crate) locks: locks::QueueLocks,
+}
+
+impl Remoting {
+    /// The front end over `node`; serves nothing until a listener runs.
+    pub(crate) fn new(node: Arc<Node>) -> Arc<Self> {
+        Arc::new(Self {
+            node,
+            registry: registry::Registry::default(),
+            transactions: rewrite::transaction::Transactions::default(),
+            locks: locks::QueueLocks::default(),
+        })
+    }
+
+    /// Serves `listener` (the name-server port, every shard) until the node stops.
+    pub(crate) fn serve_namesrv(self: &Arc<Self>, listener: tokio::net::TcpListener) {
+        let stop = self.node.cancel.child_token();
+        self.node.tracker.spawn(net::listener::run(
+            listener,
+            self.clone(),
+            net::listener::Serves { shard: None, stop },
+        ));
+    }
+}
+
+impl ShardServer for Remoting {
+    /// Binds the first broker port + `shard`; `None` when that is the name-server port.
+    fn bind_shard(
+        self: Arc<Self>,
+        shard: ShardId,
+    ) -> BoxFuture<'static, anyhow::Result<Option<BoundShard>>> {
+        async move {
+            let listen = &self.node.config.listen;
+            let base = listen.broker_addr;
+            let port = shard_port(base.port(), shard)
+                .with_context(|| format!("listen.broker_addr: no port for shard {shard}"))?;
+            let addr = SocketAddr::new(base.ip(), port);
+            if addr == listen.namesrv_addr {
+                return Ok(None);
+            }
+            let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| {
+                format!("listen.broker_addr: cannot bind {addr} for shard {shard}")
+            })?;
+            let rmq = self.clone();
+            let serve = Box::new(move |stop: CancellationToken| {
+                let node = rmq.node.clone();
+                node.tracker.spawn(net::listener::run(
+                    listener,
+                    rmq,
+                    net::listener::Serves {
+                        shard: Some(shard),
+                        stop,
+                    },
+                ));
+            });
+            Ok(Some(BoundShard { addr, serve }))
+        }
+        .boxed()
+    }
+}

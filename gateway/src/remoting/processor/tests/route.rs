@@ -1,0 +1,85 @@
+//! GET_ROUTEINFO_BY_TOPIC (`processor/route.rs`) against the test core.
+
+use std::collections::BTreeMap;
+
+use stratus_compat::command::RemotingCommand;
+use stratus_compat::request::heartbeat::decode_json_body;
+use stratus_compat::request::route::{GetRouteInfoRequestHeader, TopicRouteData};
+use stratus_compat::topic::{PERM_READ, PERM_WRITE};
+use stratus_compat::types::Topic;
+use stratus_compat::{RequestCode, ResponseCode};
+use stratus_meta::ShardId;
+
+use crate::node::shards::shard_addr;
+use crate::remoting::processor::route;
+use crate::remoting::testing::{front, front_with, request};
+
+fn route_request(topic: &str) -> RemotingCommand {
+    request(RequestCode::GetRouteinfoByTopic, |cmd| {
+        GetRouteInfoRequestHeader {
+            topic: topic.into(),
+            accept_standard_json_only: None,
+        }
+        .write_to(cmd);
+    })
+}
+
+#[tokio::test]
+async fn the_route_of_an_auto_created_topic_lists_broker_0_with_its_queues() {
+    let t = front().await;
+    let resp = route::get_route(&t.rmq, &route_request("Fresh"))
+        .await
+        .unwrap();
+    assert_eq!(
+        resp.response_code(),
+        ResponseCode::Success,
+        "{:?}",
+        resp.remark
+    );
+    let data: TopicRouteData = decode_json_body(&resp.body).unwrap();
+    assert_eq!(data.queue_datas.len(), 1);
+    let q = &data.queue_datas[0];
+    assert_eq!(q.broker_name, "broker-0");
+    assert_eq!((q.read_queue_nums, q.write_queue_nums), (8, 8));
+    assert_eq!(q.perm, PERM_READ | PERM_WRITE);
+    assert_eq!(data.broker_datas.len(), 1);
+    let b = &data.broker_datas[0];
+    assert_eq!(b.broker_name, "broker-0");
+    assert_eq!(b.cluster, t.rmq.node.config.node.cluster_name);
+    let addr = shard_addr(&t.rmq.node.advertised, ShardId(0)).unwrap();
+    assert_eq!(b.broker_addrs, BTreeMap::from([("0".to_owned(), addr)]));
+    let stored = t
+        .rmq
+        .node
+        .meta
+        .get_topic(&Topic::new("Fresh"))
+        .await
+        .unwrap();
+    assert!(stored.is_some(), "auto-created in meta");
+}
+
+#[tokio::test]
+async fn without_auto_create_an_unknown_topic_has_no_route() {
+    let t = front_with(|s| s.broker.auto_create_topic = false).await;
+    let resp = route::get_route(&t.rmq, &route_request("Fresh"))
+        .await
+        .unwrap();
+    assert_eq!(resp.response_code(), ResponseCode::TopicNotExist);
+    assert_eq!(
+        resp.remark.as_deref(),
+        Some("No topic route info in name server for the topic: Fresh")
+    );
+    assert!(t.rmq.node.topics.get("Fresh").is_none());
+}
+
+#[tokio::test]
+async fn a_retry_topic_is_routed_with_one_queue_even_without_auto_create() {
+    let t = front_with(|s| s.broker.auto_create_topic = false).await;
+    let resp = route::get_route(&t.rmq, &route_request("%RETRY%g"))
+        .await
+        .unwrap();
+    assert_eq!(resp.response_code(), ResponseCode::Success);
+    let data: TopicRouteData = decode_json_body(&resp.body).unwrap();
+    let q = &data.queue_datas[0];
+    assert_eq!((q.read_queue_nums, q.write_queue_nums), (1, 1));
+}

@@ -1,0 +1,54 @@
+//! Background services, each a loop `run(…, cancel)` that ends when its token is
+//! cancelled. [`start`] is the one place they are started; every token is a child of the
+//! node's root token, so cancelling it (the first step of shutdown, in `app.rs`) stops them
+//! all, and the node's task tracker awaits them.
+//!
+//! | service | what it does |
+//! | --- | --- |
+//! | [`membership`] | heartbeat, lease renewal, fair-share rebalancing, routes, topic reload |
+//! | [`delay`] | delivers delay-level messages when due |
+//! | [`timers`] | delivers timer messages when due |
+//! | [`transaction_check`] | asks producers about half messages left pending |
+//! | [`retention`] | drops old sections and deletes unreferenced objects |
+//! | [`housekeeping`] | expires client channels and queue locks without heartbeats |
+//! | [`metrics_http`] | serves `/metrics` |
+
+pub(crate) mod delay;
+pub(crate) mod housekeeping;
+pub(crate) mod membership;
+pub(crate) mod metrics_http;
+pub(crate) mod retention;
+pub(crate) mod timers;
+pub(crate) mod transaction_check;
+
+use std::sync::Arc;
+
+use crate::node::Node;
+use crate::node::shards::ShardServer;
+use crate::remoting::Remoting;
+
+/// Starts every background service on the node's tracker.
+pub(crate) fn start(
+    node: &Arc<Node>,
+    remoting: &Arc<Remoting>,
+    front_ends: Vec<Arc<dyn ShardServer>>,
+    metrics: Option<tokio::net::TcpListener>,
+) {
+    let t = &node.tracker;
+    let token = || node.cancel.child_token();
+    t.spawn(membership::run(node.clone(), front_ends, token()));
+    t.spawn(retention::run(node.clone(), token()));
+    t.spawn(retention::run_orphan_scan(node.clone(), token()));
+    t.spawn(delay::run(node.clone(), token()));
+    t.spawn(timers::run(node.clone(), token()));
+    t.spawn(transaction_check::run(remoting.clone(), token()));
+    t.spawn(housekeeping::run(remoting.clone(), token()));
+    if let Some(l) = metrics {
+        let state = metrics_http::ScrapeState {
+            cache: node.cache.clone(),
+            parked: node.parked.clone(),
+            max_parked: node.config.limits.max_parked_pulls,
+        };
+        t.spawn(metrics_http::run(l, state, token()));
+    }
+}
