@@ -10,11 +10,12 @@ pub type Result<T, E = MetaError> = std::result::Result<T, E>;
 /// A metadata operation failed.
 #[derive(Debug, Error)]
 pub enum MetaError {
-    /// The record does not exist.
-    #[error("{what} not found")]
+    /// The shard does not exist (it was never created, see
+    /// [`crate::MetaStore::ensure_shards`]).
+    #[error("shard {shard} not found")]
     NotFound {
-        /// What was looked up.
-        what: String,
+        /// The shard looked up.
+        shard: ShardId,
     },
     /// A conditional write lost (offsets not contiguous, record changed concurrently).
     #[error("conflict: {0}")]

@@ -1,7 +1,22 @@
 //! The metadata service: one async trait ([`MetaStore`]) and its backends.
 //!
 //! The embedded backend (SQLite in the data dir) is the default and the test backend;
-//! PostgreSQL serves many nodes. Every backend passes [`testing::run_all`].
+//! PostgreSQL serves many nodes. Every backend passes [`testing::run_all`]. The storage layer
+//! (`stratus-segments`) sees only [`SegmentCatalog`], the few calls it makes, which every
+//! [`MetaStore`] also is.
+//!
+//! Layout:
+//! - `lib.rs`: the traits and [`open`]; [`model`]: the records; [`error`]: [`MetaError`];
+//! - `sql/`: the one SQL layer both backends run on: a store generic over the database
+//!   (`sql/store.rs`), the statements by record (`catalog`, `nodes`, `leases`, `segments`,
+//!   `lookups`, `half`, `retention`), result rows (`rows`), section checks (`section`),
+//!   conversions (`convert`), migrations (`migrations`), the sqlx plumbing stated once
+//!   (`driver`), and the `Dialect` seam each backend implements (`dialect`);
+//! - [`embedded`] and [`postgres`]: opening each database (files, pools, URL options, its
+//!   migrations under `meta/migrations/<backend>/`) and its dialect (`dialect.rs`): error
+//!   codes, write transactions, the few statements that differ, and bulk writes (SQLite:
+//!   multi-row chunks; PostgreSQL: arrays in one statement). Neither backend uses the other;
+//! - [`testing`] (feature `testing`): the conformance suite.
 //!
 //! Invariants every backend keeps:
 //! - a segment commit is accepted only under the shard's current epoch and owner, only if its
@@ -14,13 +29,15 @@
 //!   section ([`SegmentEffect::HalfResolved`]);
 //! - lease epochs only increase;
 //! - a shard that was never created (see [`MetaStore::ensure_shards`]) is
-//!   [`MetaError::NotFound`] for every lease call, [`MetaStore::shard_state`] and a commit.
+//!   [`MetaError::NotFound`] for every lease call, [`SegmentCatalog::shard_state`] and a
+//!   commit.
 #![warn(missing_docs)]
 
 pub mod embedded;
 pub mod error;
 pub mod model;
 pub mod postgres;
+mod sql;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
@@ -33,9 +50,56 @@ use stratus_compat::types::{CommitLogOffset, ConsumerGroup, QueueOffset, Topic};
 pub use error::{MetaError, Result};
 pub use model::*;
 
+/// What the storage layer (`stratus-segments`) needs from meta: committing the sections of
+/// uploaded segment objects and finding committed sections again. Every [`MetaStore`] is
+/// one, so an `Arc<dyn MetaStore>` coerces to an `Arc<dyn SegmentCatalog>`.
+#[async_trait]
+pub trait SegmentCatalog: Send + Sync + Debug {
+    /// Commit-log end and every queue's bounds of a shard: what a new owner loads.
+    async fn shard_state(&self, shard: ShardId) -> Result<ShardState>;
+
+    /// Commits the sections of one segment object (one per shard), in one transaction.
+    /// Fails with [`MetaError::Fenced`] if any section's epoch/owner is stale and with
+    /// [`MetaError::Conflict`] if offsets are not contiguous; nothing is applied then.
+    /// Sections are applied in slice order, so two sections of one shard must follow each
+    /// other. A malformed section (an append of zero entries, a queue twice, a reversed
+    /// commit-log range, an effect naming another shard) is a [`MetaError::Conflict`] too.
+    ///
+    /// Each section's [`SegmentCommit::effects`] are applied in order in the same
+    /// transaction, after its queues: a [`SegmentEffect::HalfPrepared`] whose row already
+    /// exists is a [`MetaError::Conflict`]; a [`SegmentEffect::HalfResolved`] of a missing row
+    /// does nothing.
+    ///
+    /// Retries are safe: a section identical to one already committed (same shard, epoch,
+    /// object key and commit-log range) is accepted and applies nothing again, its effects
+    /// included, so retrying a commit whose outcome was unknown (a lost reply) succeeds
+    /// instead of conflicting.
+    async fn commit_segment(&self, sections: &[SegmentCommit]) -> Result<()>;
+    /// Sections holding entries of `queue` at or after `from`, in offset order, at most
+    /// `limit`; the first one contains `from` when `from` is retained.
+    async fn queue_segments(
+        &self,
+        queue: &QueueKey,
+        from: QueueOffset,
+        limit: u32,
+    ) -> Result<Vec<QueueSegment>>;
+    /// The first section of `queue` whose max store time ≥ `ts_ms`.
+    async fn queue_segment_by_time(
+        &self,
+        queue: &QueueKey,
+        ts_ms: i64,
+    ) -> Result<Option<QueueSegment>>;
+    /// The section of `shard` containing commit-log offset `offset`.
+    async fn segment_by_commit_log_offset(
+        &self,
+        shard: ShardId,
+        offset: CommitLogOffset,
+    ) -> Result<Option<SegmentRef>>;
+}
+
 /// The metadata store.
 #[async_trait]
-pub trait MetaStore: Send + Sync + Debug {
+pub trait MetaStore: SegmentCatalog {
     // ----- topics -----
 
     /// One topic's config.
@@ -78,48 +142,9 @@ pub trait MetaStore: Send + Sync + Debug {
     /// Gives the shard up (owner cleared, epoch kept) if we still hold `epoch`. Releasing
     /// again under the same epoch is a no-op; [`MetaError::Fenced`] if the epoch moved on.
     async fn release_shard(&self, shard: ShardId, node: &NodeId, epoch: Epoch) -> Result<()>;
-    /// Commit-log end and every queue's bounds of a shard: what a new owner loads.
-    async fn shard_state(&self, shard: ShardId) -> Result<ShardState>;
 
-    // ----- segments -----
+    // ----- segments (commits, lookups and shard states are [`SegmentCatalog`]) -----
 
-    /// Commits the sections of one segment object (one per shard), in one transaction.
-    /// Fails with [`MetaError::Fenced`] if any section's epoch/owner is stale and with
-    /// [`MetaError::Conflict`] if offsets are not contiguous; nothing is applied then.
-    /// Sections are applied in slice order, so two sections of one shard must follow each
-    /// other. A malformed section (an append of zero entries, a queue twice, a reversed
-    /// commit-log range, an effect naming another shard) is a [`MetaError::Conflict`] too.
-    ///
-    /// Each section's [`SegmentCommit::effects`] are applied in order in the same
-    /// transaction, after its queues: a [`SegmentEffect::HalfPrepared`] whose row already
-    /// exists is a [`MetaError::Conflict`]; a [`SegmentEffect::HalfResolved`] of a missing row
-    /// does nothing.
-    ///
-    /// Retries are safe: a section identical to one already committed (same shard, epoch,
-    /// object key and commit-log range) is accepted and applies nothing again, its effects
-    /// included, so retrying a commit whose outcome was unknown (a lost reply) succeeds
-    /// instead of conflicting.
-    async fn commit_segment(&self, sections: &[SegmentCommit]) -> Result<()>;
-    /// Sections holding entries of `queue` at or after `from`, in offset order, at most
-    /// `limit`; the first one contains `from` when `from` is retained.
-    async fn queue_segments(
-        &self,
-        queue: &QueueKey,
-        from: QueueOffset,
-        limit: u32,
-    ) -> Result<Vec<QueueSegment>>;
-    /// The first section of `queue` whose max store time ≥ `ts_ms`.
-    async fn queue_segment_by_time(
-        &self,
-        queue: &QueueKey,
-        ts_ms: i64,
-    ) -> Result<Option<QueueSegment>>;
-    /// The section of `shard` containing commit-log offset `offset`.
-    async fn segment_by_commit_log_offset(
-        &self,
-        shard: ShardId,
-        offset: CommitLogOffset,
-    ) -> Result<Option<SegmentRef>>;
     /// Bounds of one queue (min 0 / max 0 when unknown).
     async fn queue_range(&self, queue: &QueueKey) -> Result<QueueRange>;
 

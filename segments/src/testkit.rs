@@ -1,5 +1,6 @@
 //! Test helpers: a writer/reader harness over an in-memory (or given) object store wrapped
-//! in [`FaultyStore`], the embedded meta, and a manual clock.
+//! in [`FaultyStore`], the embedded meta (with a fault double in front of it if the test
+//! brings one, see [`HarnessMeta`]), and a manual clock.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -9,7 +10,7 @@ use bytes::Bytes;
 use object_store::ObjectStore;
 use object_store::memory::InMemory;
 use stratus_compat::types::{QueueId, QueueOffset, Topic};
-use stratus_meta::{Epoch, MetaStore, NodeId, QueueKey, ShardId};
+use stratus_meta::{Epoch, MetaStore, NodeId, QueueKey, SegmentCatalog, ShardId};
 use tokio_util::sync::CancellationToken;
 
 use crate::cache::{Cache, CacheConfig};
@@ -66,6 +67,20 @@ pub(crate) fn fast_store_config() -> StoreConfig {
     }
 }
 
+/// The metadata a harness runs on: the store the test administers (leases, half messages)
+/// and the catalog its writer and reader commit to and look sections up in: the same store,
+/// or a fault double around it.
+pub(crate) trait HarnessMeta {
+    /// (the administered store, the writer's and reader's catalog).
+    fn split(self) -> (Arc<dyn MetaStore>, Arc<dyn SegmentCatalog>);
+}
+
+impl HarnessMeta for Arc<dyn MetaStore> {
+    fn split(self) -> (Arc<dyn MetaStore>, Arc<dyn SegmentCatalog>) {
+        (self.clone(), self)
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct Harness {
     pub(crate) faults: Arc<FaultyStore>,
@@ -91,8 +106,9 @@ impl Harness {
     pub(crate) async fn with(
         config: WriterConfig,
         inner: Arc<dyn ObjectStore>,
-        meta: Arc<dyn MetaStore>,
+        meta: impl HarnessMeta,
     ) -> Self {
+        let (meta, catalog) = meta.split();
         meta.ensure_shards(4).await.expect("ensure shards");
         let faults = FaultyStore::new(inner);
         let clock = ManualClock::new(1_700_000_000_000);
@@ -108,14 +124,14 @@ impl Harness {
         let writer = Writer::start(
             config,
             store.clone(),
-            meta.clone(),
+            catalog.clone(),
             clock.clone(),
             heads.clone(),
             cache.clone(),
             node.clone(),
             cancel.clone(),
         );
-        let reader = Reader::new(store.clone(), meta.clone(), cache.clone(), heads.clone());
+        let reader = Reader::new(store.clone(), catalog, cache.clone(), heads.clone());
         Self {
             faults,
             store,

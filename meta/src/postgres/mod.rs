@@ -6,9 +6,14 @@
 //! `acquire_timeout_ms=N`: how long a call waits for a connection (also while the server is
 //! unreachable) before failing as unavailable, default 10 000.
 //!
-//! Schema: `meta/migrations/postgres/NNN_*.sql`, the same versions and names as the
-//! SQLite ones in PostgreSQL types, applied in order at open by sqlx's [`Migrator`] (which
-//! holds an advisory lock, so nodes starting together migrate once).
+//! Schema: `meta/migrations/postgres/NNN_*.sql`, the same versions and names as the SQLite
+//! ones in PostgreSQL types, applied in order at open by sqlx's
+//! [`Migrator`](sqlx::migrate::Migrator) (which holds an advisory lock, so nodes starting
+//! together migrate once).
+//!
+//! Statements: the shared ones of `crate::sql`, with this backend's dialect (`dialect.rs`)
+//! where PostgreSQL differs: `generate_series` to create shards, a row lock on the shard for
+//! retention, and bulk writes as arrays bound to one statement (`UNNEST`, `= ANY`).
 //!
 //! Invariants as in the embedded backend. Every write that must be fenced runs under a row
 //! lock on the shard: a segment commit's conditional `UPDATE shards … WHERE epoch = … AND
@@ -23,36 +28,29 @@
 //!   (fence and advance the shard, insert the section, create and advance every queue and
 //!   insert every queue range from `UNNEST`ed arrays, in data-modifying CTEs), `COMMIT`;
 //!   `2 + s` for `s` shard sections in one call, plus one statement per
-//!   [`SegmentCommit::effects`] entry (transactional prepare/commit, timers, delays);
+//!   [`crate::SegmentCommit::effects`] entry (transactional prepare/commit, timers, delays);
 //! - a consumer-offset commit, any number of offsets: **1** — one
-//!   `INSERT … SELECT FROM UNNEST(…) ON CONFLICT DO UPDATE` in its own implicit transaction.
+//!   `INSERT … SELECT FROM UNNEST(…) ON CONFLICT DO UPDATE` in its own implicit transaction;
+//! - a retention pass: `BEGIN`, the shard lock (`SELECT … FOR UPDATE`), one `DELETE` by age,
+//!   one by size (only with a size limit), one `DELETE` of emptied sections, one `UPDATE` of
+//!   min offsets, one read of still-referenced keys (only when sections were deleted),
+//!   `COMMIT`: 6 to 8.
 //!
 //! Counts are for statements already prepared on the connection (sqlx caches them per
 //! connection; a statement's first use on a connection adds one prepare round trip).
 //! Refused commits add a few diagnostic reads before rolling back.
 
-mod catalog;
-mod convert;
-mod half;
-mod leases;
-mod nodes;
-mod retention;
-mod segments;
+mod dialect;
 
 use std::str::FromStr;
 use std::time::Duration;
 
-use async_trait::async_trait;
-use sqlx::SqlSafeStr;
-use sqlx::migrate::{Migration, MigrationType, Migrator};
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
-use stratus_compat::types::{CommitLogOffset, ConsumerGroup, QueueOffset, Topic};
+use sqlx::Postgres;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
-use crate::MetaStore;
 use crate::error::{MetaError, Result};
-use crate::model::*;
-
-use convert::migrate_err;
+use crate::sql::migrations::{self, MigrationList};
+use crate::sql::{Dialect, SqlMeta};
 
 /// Connections per store unless the URL says `pool_size=N`.
 pub const DEFAULT_POOL_SIZE: u32 = 8;
@@ -61,9 +59,8 @@ const MAX_POOL_SIZE: u32 = 1_000;
 /// How long a caller waits for a pooled connection before failing as unavailable.
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The schema migrations, in order. Append only: an applied migration must never change
-/// (sqlx checks its checksum at every open).
-const MIGRATIONS: &[(i64, &str, &str)] = &[
+/// The schema migrations, in order (see [`MigrationList`]).
+const MIGRATIONS: &MigrationList = &[
     (
         1,
         "initial",
@@ -91,13 +88,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     ),
 ];
 
-/// PostgreSQL-backed [`MetaStore`].
-#[derive(Debug)]
-pub struct PostgresMeta {
-    pool: PgPool,
-}
+/// PostgreSQL-backed [`crate::MetaStore`]: the shared SQL store on one connection pool (see the
+/// module doc).
+pub type PostgresMeta = SqlMeta<Postgres>;
 
-impl PostgresMeta {
+impl SqlMeta<Postgres> {
     /// Connects to the database at `url` and runs migrations.
     ///
     /// # Errors
@@ -113,9 +108,9 @@ impl PostgresMeta {
             .acquire_timeout(settings.acquire_timeout)
             .connect_with(options)
             .await
-            .map_err(|e| convert::map_sqlx("connect to postgres", e))?;
-        migrator().run(&pool).await.map_err(migrate_err)?;
-        Ok(Self { pool })
+            .map_err(|e| Postgres::map_sqlx("connect to postgres", e))?;
+        migrations::run(&pool, MIGRATIONS).await?;
+        Ok(Self::one_pool(pool))
     }
 }
 
@@ -168,243 +163,6 @@ fn split_pool_settings(url: &str) -> Result<PoolSettings> {
         format!("{base}?{}", rest.join("&"))
     };
     Ok(settings)
-}
-
-/// The migrator over [`MIGRATIONS`].
-fn migrator() -> Migrator {
-    Migrator::with_migrations(
-        MIGRATIONS
-            .iter()
-            .map(|&(version, name, sql)| {
-                Migration::new(
-                    version,
-                    name.into(),
-                    MigrationType::Simple,
-                    sql.into_sql_str(),
-                    false,
-                )
-            })
-            .collect(),
-    )
-}
-
-#[async_trait]
-impl MetaStore for PostgresMeta {
-    async fn get_topic(&self, topic: &Topic) -> Result<Option<TopicConfig>> {
-        catalog::get_topic(&self.pool, topic).await
-    }
-
-    async fn list_topics(&self) -> Result<Vec<TopicConfig>> {
-        catalog::list_topics(&self.pool).await
-    }
-
-    async fn put_topic(&self, config: &TopicConfig) -> Result<()> {
-        catalog::put_topic(&self.pool, config).await
-    }
-
-    async fn create_topic_if_absent(&self, config: &TopicConfig) -> Result<TopicConfig> {
-        catalog::create_topic_if_absent(&self.pool, config).await
-    }
-
-    async fn delete_topic(&self, topic: &Topic) -> Result<()> {
-        catalog::delete_topic(&self.pool, topic).await
-    }
-
-    async fn ensure_shards(&self, count: u32) -> Result<Vec<ShardLease>> {
-        leases::ensure_shards(&self.pool, count).await
-    }
-
-    async fn list_shards(&self) -> Result<Vec<ShardLease>> {
-        leases::list_shards(&self.pool).await
-    }
-
-    async fn acquire_shard(
-        &self,
-        shard: ShardId,
-        node: &NodeId,
-        now_ms: i64,
-        ttl_ms: i64,
-    ) -> Result<Option<ShardLease>> {
-        leases::acquire_shard(&self.pool, shard, node, now_ms, ttl_ms).await
-    }
-
-    async fn renew_shard(
-        &self,
-        shard: ShardId,
-        node: &NodeId,
-        epoch: Epoch,
-        now_ms: i64,
-        ttl_ms: i64,
-    ) -> Result<ShardLease> {
-        leases::renew_shard(&self.pool, shard, node, epoch, now_ms, ttl_ms).await
-    }
-
-    async fn release_shard(&self, shard: ShardId, node: &NodeId, epoch: Epoch) -> Result<()> {
-        leases::release_shard(&self.pool, shard, node, epoch).await
-    }
-
-    async fn shard_state(&self, shard: ShardId) -> Result<ShardState> {
-        leases::shard_state(&self.pool, shard).await
-    }
-
-    /// Round trips: `BEGIN`, one statement per section, `COMMIT` (**3** for the usual
-    /// one-shard flush, any number of queues), plus one per effect; see the module doc.
-    async fn commit_segment(&self, sections: &[SegmentCommit]) -> Result<()> {
-        segments::commit_segment(&self.pool, sections).await
-    }
-
-    async fn queue_segments(
-        &self,
-        queue: &QueueKey,
-        from: QueueOffset,
-        limit: u32,
-    ) -> Result<Vec<QueueSegment>> {
-        segments::queue_segments(&self.pool, queue, from, limit).await
-    }
-
-    async fn queue_segment_by_time(
-        &self,
-        queue: &QueueKey,
-        ts_ms: i64,
-    ) -> Result<Option<QueueSegment>> {
-        segments::queue_segment_by_time(&self.pool, queue, ts_ms).await
-    }
-
-    async fn segment_by_commit_log_offset(
-        &self,
-        shard: ShardId,
-        offset: CommitLogOffset,
-    ) -> Result<Option<SegmentRef>> {
-        segments::segment_by_commit_log_offset(&self.pool, shard, offset).await
-    }
-
-    async fn queue_range(&self, queue: &QueueKey) -> Result<QueueRange> {
-        segments::queue_range(&self.pool, queue).await
-    }
-
-    async fn half_message(
-        &self,
-        shard: ShardId,
-        handle: CommitLogOffset,
-    ) -> Result<Option<HalfMessage>> {
-        half::half_message(&self.pool, shard, handle).await
-    }
-
-    async fn due_half_messages(
-        &self,
-        shard: ShardId,
-        now_ms: i64,
-        limit: u32,
-    ) -> Result<Vec<HalfMessage>> {
-        half::due_half_messages(&self.pool, shard, now_ms, limit).await
-    }
-
-    async fn record_half_check(
-        &self,
-        shard: ShardId,
-        handle: CommitLogOffset,
-        check_times: i32,
-        next_check_ms: i64,
-    ) -> Result<bool> {
-        half::record_half_check(&self.pool, shard, handle, check_times, next_check_ms).await
-    }
-
-    async fn resolve_half_message(&self, shard: ShardId, handle: CommitLogOffset) -> Result<bool> {
-        half::resolve_half_message(&self.pool, shard, handle).await
-    }
-
-    async fn schedule_progress(&self, shard: ShardId) -> Result<Vec<(i32, QueueOffset)>> {
-        half::schedule_progress(&self.pool, shard).await
-    }
-
-    async fn due_timers(
-        &self,
-        shard: ShardId,
-        now_ms: i64,
-        limit: u32,
-    ) -> Result<Vec<(CommitLogOffset, i64)>> {
-        half::due_timers(&self.pool, shard, now_ms, limit).await
-    }
-
-    async fn half_messages(&self, shard: ShardId) -> Result<Vec<HalfMessage>> {
-        half::half_messages(&self.pool, shard).await
-    }
-
-    /// Round trips: **1** for any number of offsets (one `UNNEST` upsert).
-    async fn commit_consumer_offsets(&self, offsets: &[ConsumerOffset]) -> Result<()> {
-        catalog::commit_consumer_offsets(&self.pool, offsets).await
-    }
-
-    async fn consumer_offset(
-        &self,
-        group: &ConsumerGroup,
-        queue: &QueueKey,
-    ) -> Result<Option<QueueOffset>> {
-        catalog::consumer_offset(&self.pool, group, queue).await
-    }
-
-    async fn group_offsets(&self, group: &ConsumerGroup) -> Result<Vec<ConsumerOffset>> {
-        catalog::group_offsets(&self.pool, group).await
-    }
-
-    async fn get_group(&self, group: &ConsumerGroup) -> Result<Option<SubscriptionGroupConfig>> {
-        catalog::get_group(&self.pool, group).await
-    }
-
-    async fn put_group(&self, config: &SubscriptionGroupConfig) -> Result<()> {
-        catalog::put_group(&self.pool, config).await
-    }
-
-    async fn list_groups(&self) -> Result<Vec<SubscriptionGroupConfig>> {
-        catalog::list_groups(&self.pool).await
-    }
-
-    async fn heartbeat_node(&self, node: &NodeInfo) -> Result<()> {
-        nodes::heartbeat_node(&self.pool, node).await
-    }
-
-    async fn list_nodes(&self) -> Result<Vec<NodeInfo>> {
-        nodes::list_nodes(&self.pool).await
-    }
-
-    async fn remove_node(&self, node: &NodeId) -> Result<()> {
-        nodes::remove_node(&self.pool, node).await
-    }
-
-    /// Round trips: `BEGIN`, the shard lock (`SELECT … FOR UPDATE`), one `DELETE` by age,
-    /// one by size (only with a size limit), one `DELETE` of emptied sections, one `UPDATE`
-    /// of min offsets, one read of still-referenced keys (only when sections were deleted),
-    /// `COMMIT`: 6 to 8.
-    async fn apply_retention(
-        &self,
-        shard: ShardId,
-        node: &NodeId,
-        epoch: Epoch,
-        now_ms: i64,
-        policy: &RetentionPolicy,
-    ) -> Result<RetentionOutcome> {
-        retention::apply_retention(&self.pool, shard, node, epoch, now_ms, policy).await
-    }
-
-    async fn unreferenced_objects(&self, keys: &[String]) -> Result<Vec<String>> {
-        retention::unreferenced_objects(&self.pool, keys).await
-    }
-
-    async fn put_kv(&self, namespace: &str, key: &str, value: &str) -> Result<()> {
-        catalog::put_kv(&self.pool, namespace, key, value).await
-    }
-
-    async fn get_kv(&self, namespace: &str, key: &str) -> Result<Option<String>> {
-        catalog::get_kv(&self.pool, namespace, key).await
-    }
-
-    async fn delete_kv(&self, namespace: &str, key: &str) -> Result<()> {
-        catalog::delete_kv(&self.pool, namespace, key).await
-    }
-
-    async fn close(&self) {
-        self.pool.close().await;
-    }
 }
 
 #[cfg(test)]

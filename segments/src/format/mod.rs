@@ -2,8 +2,9 @@
 //!
 //! A segment is one immutable object holding one flush of one node: a section per shard the
 //! node owned at that flush. Each section is the shard's stored records back to back, exactly
-//! the bytes a PULL_MESSAGE response carries (§15.1 of the protocol notes), followed by the
-//! section's footer: the ConsumeQueue entries of every queue the section touches.
+//! the bytes a PULL_MESSAGE response carries (`docs/remoting-protocol.md#message-records`),
+//! followed by the section's footer: the ConsumeQueue entries of every queue the section
+//! touches.
 //!
 //! ```text
 //!  object

@@ -3,16 +3,16 @@
 //! before it is returned.
 //!
 //! Sections of a queue are found through the recent index the writer feeds (no meta query
-//! for consumers near the head) and otherwise through `MetaStore::queue_segments`. Reads are
-//! bounded by the queue's committed max offset ([`QueueHeads`]), so nothing uncommitted is
-//! ever returned.
+//! for consumers near the head) and otherwise through `SegmentCatalog::queue_segments`.
+//! Reads are bounded by the queue's committed max offset ([`QueueHeads`]), so nothing
+//! uncommitted is ever returned.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use stratus_compat::types::{CommitLogOffset, QueueOffset};
-use stratus_meta::{MetaStore, QueueKey, QueueSegment, SegmentRef};
+use stratus_meta::{QueueKey, QueueSegment, SegmentCatalog, SegmentRef};
 
 use crate::SegmentError;
 use crate::cache::Cache;
@@ -41,7 +41,7 @@ pub struct ReadBatch {
 #[derive(Debug, Clone)]
 pub struct Reader {
     store: SegmentStore,
-    meta: Arc<dyn MetaStore>,
+    meta: Arc<dyn SegmentCatalog>,
     cache: Arc<Cache>,
     heads: Arc<QueueHeads>,
 }
@@ -61,7 +61,7 @@ impl Reader {
     /// A reader over the given store, meta, caches and queue heads.
     pub fn new(
         store: SegmentStore,
-        meta: Arc<dyn MetaStore>,
+        meta: Arc<dyn SegmentCatalog>,
         cache: Arc<Cache>,
         heads: Arc<QueueHeads>,
     ) -> Self {

@@ -28,7 +28,7 @@ use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
 use stratus_compat::message::record::MessageExt;
 use stratus_compat::types::{CommitLogOffset, QueueId, QueueOffset, Topic};
-use stratus_meta::{Epoch, MetaStore, NodeId, SegmentEffect, ShardId, ShardState};
+use stratus_meta::{Epoch, NodeId, SegmentCatalog, SegmentEffect, ShardId, ShardState};
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -102,7 +102,7 @@ pub struct MessageToStore {
     pub prepared_transaction_offset: i64,
     /// Body as stored.
     pub body: Bytes,
-    /// Properties string (§15.4).
+    /// Properties string (`docs/remoting-protocol.md#properties`).
     pub properties: String,
     /// Tags hash code (0 without a tag).
     pub tags_code: i64,
@@ -171,7 +171,7 @@ pub struct Writer {
 struct Inner {
     config: WriterConfig,
     store: SegmentStore,
-    meta: Arc<dyn MetaStore>,
+    meta: Arc<dyn SegmentCatalog>,
     clock: Arc<dyn Clock>,
     heads: Arc<QueueHeads>,
     cache: Arc<Cache>,
@@ -268,8 +268,9 @@ impl State {
     }
 }
 
-/// Byte positions of QUEUEOFFSET and PHYSICALOFFSET in a record (§15.1; the same in V1
-/// and V2 and for both host forms, since they precede every variable-length field).
+/// Byte positions of QUEUEOFFSET and PHYSICALOFFSET in a record
+/// (`docs/remoting-protocol.md#message-records`; the same in V1 and V2 and for both host
+/// forms, since they precede every variable-length field).
 const QUEUE_OFFSET_POS: usize = 20;
 const PHYSICAL_OFFSET_POS: usize = 28;
 
@@ -280,7 +281,7 @@ impl Writer {
     pub fn start(
         config: WriterConfig,
         store: SegmentStore,
-        meta: Arc<dyn MetaStore>,
+        meta: Arc<dyn SegmentCatalog>,
         clock: Arc<dyn Clock>,
         heads: Arc<QueueHeads>,
         cache: Arc<Cache>,

@@ -1,23 +1,24 @@
 //! Retention passes and orphan-object lookups.
 //!
-//! A pass is one `BEGIN IMMEDIATE` transaction of set-based statements: the fence read, the
-//! age `DELETE` over the shard's queue rows, the size `DELETE` (a running sum over the
-//! shard's sections, newest first), the `DELETE` of sections left without queue rows (which
-//! also removes the sections the size step emptied), one `UPDATE` moving min offsets, and a
-//! read of which deleted sections' object keys are still referenced.
+//! A pass is one write transaction of set-based statements, written in the SQL both
+//! databases share: the shard read that fences the pass (and, where the database locks rows,
+//! keeps commits and takeovers of the shard out until it ends), the age `DELETE` over the
+//! shard's queue rows, the size `DELETE` (a running sum over the shard's sections, newest
+//! first), the `DELETE` of sections left without queue rows (which also removes the sections
+//! the size step emptied), one `UPDATE` moving min offsets, and a read of which deleted
+//! sections' object keys are still referenced.
 
 use std::collections::{BTreeSet, HashSet};
 
-use sqlx::sqlite::{Sqlite, SqlitePool};
-use sqlx::{QueryBuilder, Transaction};
+use sqlx::Pool;
 use stratus_compat::types::{QueueId, QueueOffset, Topic};
 
-use super::convert::{db_err, shard_to_db};
+use super::convert::shard_to_db;
+use super::dialect::Dialect;
+use super::driver::{Bind, Columns};
+use super::leases::shard_not_found;
 use crate::error::{MetaError, Result};
 use crate::model::{Epoch, NodeId, QueueKey, RetentionOutcome, RetentionPolicy, ShardId};
-
-/// Keys per `IN (…)` list.
-const KEY_CHUNK: usize = 500;
 
 /// Sections of shard `$1` that hold a pending timer or half message: retention keeps them
 /// whatever their age or the size limit, because that record is still to be delivered or
@@ -37,7 +38,7 @@ macro_rules! pinned_sections {
 /// Step 1: a queue row is expired when its max store time is before its topic's cutoff.
 /// `$1` shard, `$2` the default cutoff, `$3` now. `retention_hours` is clamped to
 /// [0, 10⁹] hours so the arithmetic cannot overflow.
-pub(crate) const DELETE_EXPIRED_ROWS: &str = concat!(
+const DELETE_EXPIRED_ROWS: &str = concat!(
     "DELETE FROM queue_segments \
     WHERE queue_ref IN (SELECT queue_ref FROM queues WHERE shard_id = $1) \
       AND segment_id NOT IN (",
@@ -55,7 +56,7 @@ pub(crate) const DELETE_EXPIRED_ROWS: &str = concat!(
 /// Step 2: the queue rows of the shard's oldest sections beyond the size limit: a section
 /// goes when the bytes of it and every newer section exceed `$2`. Step 3 then deletes the
 /// emptied sections.
-pub(crate) const DELETE_OVERSIZE_ROWS: &str = concat!(
+const DELETE_OVERSIZE_ROWS: &str = concat!(
     "DELETE FROM queue_segments WHERE segment_id IN ( \
         SELECT segment_id FROM ( \
             SELECT segment_id, SUM(section_len) OVER ( \
@@ -69,14 +70,14 @@ pub(crate) const DELETE_OVERSIZE_ROWS: &str = concat!(
 );
 
 /// Step 3: sections of the shard without queue rows.
-pub(crate) const DELETE_EMPTY_SECTIONS: &str = "\
+const DELETE_EMPTY_SECTIONS: &str = "\
     DELETE FROM segments WHERE shard_id = $1 AND NOT EXISTS ( \
         SELECT 1 FROM queue_segments qs WHERE qs.segment_id = segments.segment_id) \
     RETURNING object_key";
 
 /// Step 4: min offset to the first remaining row (or the max offset), forward only. Only
 /// queues retention touched can move: elsewhere the first row already starts at the min.
-pub(crate) const ADVANCE_MIN_OFFSETS: &str = "\
+const ADVANCE_MIN_OFFSETS: &str = "\
     UPDATE queues SET min_offset = COALESCE(( \
         SELECT qs.first_offset FROM queue_segments qs \
         WHERE qs.queue_ref = queues.queue_ref ORDER BY qs.end_offset LIMIT 1), max_offset) \
@@ -87,22 +88,19 @@ pub(crate) const ADVANCE_MIN_OFFSETS: &str = "\
     RETURNING topic, queue_id, min_offset";
 
 /// The default cutoff: entries whose max store time is before it are expired.
-pub(crate) fn default_cutoff(now_ms: i64, policy: &RetentionPolicy) -> i64 {
+fn default_cutoff(now_ms: i64, policy: &RetentionPolicy) -> i64 {
     now_ms.saturating_sub(policy.default_retention_ms.max(0))
 }
 
 /// The size limit as a BIGINT (a limit beyond i64 is no limit in practice).
-pub(crate) fn size_limit(policy: &RetentionPolicy) -> Option<i64> {
+fn size_limit(policy: &RetentionPolicy) -> Option<i64> {
     policy
         .max_shard_bytes
         .map(|b| i64::try_from(b).unwrap_or(i64::MAX))
 }
 
 /// Builds the outcome's queue list (ordered by queue) from `UPDATE … RETURNING` rows.
-pub(crate) fn moved_queues(
-    shard: ShardId,
-    rows: Vec<(String, i32, i64)>,
-) -> Vec<(QueueKey, QueueOffset)> {
+fn moved_queues(shard: ShardId, rows: Vec<(String, i32, i64)>) -> Vec<(QueueKey, QueueOffset)> {
     let mut queues: Vec<(QueueKey, QueueOffset)> = rows
         .into_iter()
         .map(|(topic, queue_id, min)| {
@@ -120,8 +118,8 @@ pub(crate) fn moved_queues(
     queues
 }
 
-pub(super) async fn apply_retention(
-    pool: &SqlitePool,
+pub(crate) async fn apply_retention<D: Dialect>(
+    pool: &Pool<D>,
     shard: ShardId,
     node: &NodeId,
     epoch: Epoch,
@@ -130,52 +128,57 @@ pub(super) async fn apply_retention(
 ) -> Result<RetentionOutcome> {
     let id = shard_to_db(shard);
     let mut tx = pool
-        .begin_with("BEGIN IMMEDIATE")
+        .begin_with(D::BEGIN_WRITE)
         .await
-        .map_err(db_err("begin retention"))?;
-    let row: Option<(i64, Option<String>)> =
-        sqlx::query_as("SELECT epoch, owner FROM shards WHERE shard_id = $1")
-            .bind(id)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db_err("read shard"))?;
+        .map_err(D::db_err("begin retention"))?;
+    let row = sqlx::query(D::LOCK_SHARD)
+        .arg(id)
+        .try_map(|r: D::Row| Ok((r.int(0)?, r.opt_text(1)?)))
+        .fetch_optional(D::on_conn(&mut tx))
+        .await
+        .map_err(D::db_err("lock shard"))?;
     check_fence(shard, node, epoch, row)?;
 
     sqlx::query(DELETE_EXPIRED_ROWS)
-        .bind(id)
-        .bind(default_cutoff(now_ms, policy))
-        .bind(now_ms)
-        .execute(&mut *tx)
+        .arg(id)
+        .arg(default_cutoff(now_ms, policy))
+        .arg(now_ms)
+        .execute(D::on_conn(&mut tx))
         .await
-        .map_err(db_err("delete expired queue ranges"))?;
+        .map_err(D::db_err("delete expired queue ranges"))?;
     if let Some(limit) = size_limit(policy) {
         sqlx::query(DELETE_OVERSIZE_ROWS)
-            .bind(id)
-            .bind(limit)
-            .execute(&mut *tx)
+            .arg(id)
+            .arg(limit)
+            .execute(D::on_conn(&mut tx))
             .await
-            .map_err(db_err("delete queue ranges over the size limit"))?;
+            .map_err(D::db_err("delete queue ranges over the size limit"))?;
     }
-    let deleted: Vec<(String,)> = sqlx::query_as(DELETE_EMPTY_SECTIONS)
-        .bind(id)
-        .fetch_all(&mut *tx)
+    let deleted = sqlx::query(DELETE_EMPTY_SECTIONS)
+        .arg(id)
+        .try_map(|r: D::Row| r.text(0))
+        .fetch_all(D::on_conn(&mut tx))
         .await
-        .map_err(db_err("delete emptied sections"))?;
-    let moved: Vec<(String, i32, i64)> = sqlx::query_as(ADVANCE_MIN_OFFSETS)
-        .bind(id)
-        .fetch_all(&mut *tx)
+        .map_err(D::db_err("delete emptied sections"))?;
+    let moved = sqlx::query(ADVANCE_MIN_OFFSETS)
+        .arg(id)
+        .try_map(|r: D::Row| Ok((r.text(0)?, r.int4(1)?, r.int(2)?)))
+        .fetch_all(D::on_conn(&mut tx))
         .await
-        .map_err(db_err("advance min offsets"))?;
+        .map_err(D::db_err("advance min offsets"))?;
 
     let sections_deleted = deleted.len() as u64;
     let keys: Vec<String> = deleted
         .into_iter()
-        .map(|(k,)| k)
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    let referenced = referenced_keys(&mut tx, &keys).await?;
-    tx.commit().await.map_err(db_err("commit retention"))?;
+    let referenced = if keys.is_empty() {
+        HashSet::new()
+    } else {
+        D::referenced_keys(&mut tx, &keys).await?
+    };
+    tx.commit().await.map_err(D::db_err("commit retention"))?;
     Ok(RetentionOutcome {
         sections_deleted,
         queues: moved_queues(shard, moved),
@@ -188,16 +191,14 @@ pub(super) async fn apply_retention(
 
 /// [`MetaError::NotFound`] for a missing shard row, [`MetaError::Fenced`] unless `node`
 /// holds `epoch`.
-pub(crate) fn check_fence(
+fn check_fence(
     shard: ShardId,
     node: &NodeId,
     epoch: Epoch,
     row: Option<(i64, Option<String>)>,
 ) -> Result<()> {
     let Some((stored, owner)) = row else {
-        return Err(MetaError::NotFound {
-            what: format!("shard {shard}"),
-        });
+        return Err(shard_not_found(shard));
     };
     if stored != epoch.0 || owner.as_deref() != Some(node.0.as_str()) {
         return Err(MetaError::Fenced {
@@ -209,34 +210,9 @@ pub(crate) fn check_fence(
     Ok(())
 }
 
-/// Which of `keys` some segments row still references.
-async fn referenced_keys(
-    tx: &mut Transaction<'static, Sqlite>,
-    keys: &[String],
-) -> Result<HashSet<String>> {
-    let mut found = HashSet::new();
-    for chunk in keys.chunks(KEY_CHUNK) {
-        let mut q = QueryBuilder::<Sqlite>::new(
-            "SELECT DISTINCT object_key FROM segments WHERE object_key IN (",
-        );
-        let mut list = q.separated(", ");
-        for k in chunk {
-            list.push_bind(k.as_str());
-        }
-        q.push(")");
-        let rows: Vec<(String,)> = q
-            .build_query_as()
-            .persistent(false)
-            .fetch_all(&mut **tx)
-            .await
-            .map_err(db_err("find referenced objects"))?;
-        found.extend(rows.into_iter().map(|(k,)| k));
-    }
-    Ok(found)
-}
-
-pub(super) async fn unreferenced_objects(
-    pool: &SqlitePool,
+/// The subset of `keys` that no segments row references, in input order.
+pub(crate) async fn unreferenced_objects<D: Dialect>(
+    pool: &Pool<D>,
     keys: &[String],
 ) -> Result<Vec<String>> {
     if keys.is_empty() {
@@ -248,14 +224,11 @@ pub(super) async fn unreferenced_objects(
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    let mut tx = pool
-        .begin()
+    let mut conn = pool
+        .acquire()
         .await
-        .map_err(db_err("find referenced objects"))?;
-    let referenced = referenced_keys(&mut tx, &unique).await?;
-    tx.commit()
-        .await
-        .map_err(db_err("find referenced objects"))?;
+        .map_err(D::db_err("find referenced objects"))?;
+    let referenced = D::referenced_keys(&mut conn, &unique).await?;
     Ok(keys
         .iter()
         .filter(|k| !referenced.contains(*k))

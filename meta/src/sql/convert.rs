@@ -3,67 +3,48 @@
 //!
 //! Nothing here panics: a value that does not fit becomes [`MetaError::Corrupt`].
 
-use sqlx::error::ErrorKind;
+use sqlx::error::{DatabaseError, ErrorKind};
 
+use super::dialect::ErrorClass;
 use crate::error::MetaError;
 use crate::model::ShardId;
 
-/// SQLite primary result codes (the low byte of an extended code) that mean "the database
-/// cannot serve this right now": BUSY, LOCKED, NOMEM, READONLY, INTERRUPT, IOERR, FULL,
-/// CANTOPEN, PROTOCOL.
-const TRANSIENT_CODES: [i64; 9] = [5, 6, 7, 8, 9, 10, 13, 14, 15];
-
-/// Maps a sqlx error raised while doing `op` (a present-tense phrase, e.g. "commit segment").
-pub(super) fn map_sqlx(op: &str, e: sqlx::Error) -> MetaError {
+/// Maps a sqlx error raised while doing `op`; `classify` names what a database error code
+/// means (see [`super::Dialect::classify`]).
+pub(crate) fn map_sqlx(
+    op: &str,
+    e: sqlx::Error,
+    classify: impl FnOnce(&dyn DatabaseError) -> ErrorClass,
+) -> MetaError {
     use sqlx::Error as E;
-    match &e {
+    let class = match &e {
         E::PoolTimedOut | E::PoolClosed | E::Io(_) | E::Tls(_) | E::WorkerCrashed => {
-            MetaError::Unavailable(format!("{op}: {e}"))
+            ErrorClass::Unavailable
         }
-        E::Configuration(_) => MetaError::Config(format!("{op}: {e}")),
-        E::Database(db) => {
+        E::Configuration(_) => ErrorClass::Config,
+        E::Database(db)
             if matches!(
                 db.kind(),
                 ErrorKind::UniqueViolation | ErrorKind::ForeignKeyViolation
-            ) {
-                return MetaError::Conflict(format!("{op}: {e}"));
-            }
-            let primary = db
-                .code()
-                .and_then(|c| c.parse::<i64>().ok())
-                .map(|c| c & 0xff);
-            match primary {
-                Some(c) if TRANSIENT_CODES.contains(&c) => {
-                    MetaError::Unavailable(format!("{op}: {e}"))
-                }
-                // CORRUPT, NOTADB, and SQL errors (no such table, other constraint failures):
-                // the database is damaged or not in the shape this binary expects.
-                _ => MetaError::Corrupt(format!("{op}: {e}")),
-            }
+            ) =>
+        {
+            return MetaError::Conflict(format!("{op}: {e}"));
         }
+        E::Database(db) => classify(db.as_ref()),
         E::RowNotFound
         | E::TypeNotFound { .. }
         | E::ColumnIndexOutOfBounds { .. }
         | E::ColumnNotFound(_)
         | E::ColumnDecode { .. }
         | E::Decode(_)
-        | E::Protocol(_) => MetaError::Corrupt(format!("{op}: {e}")),
-        _ => MetaError::Unavailable(format!("{op}: {e}")),
-    }
-}
-
-/// `map_err` adapter: `.map_err(db_err("get topic"))`.
-pub(super) fn db_err(op: &'static str) -> impl FnOnce(sqlx::Error) -> MetaError {
-    move |e| map_sqlx(op, e)
-}
-
-/// Maps a migration failure.
-pub(super) fn migrate_err(e: sqlx::migrate::MigrateError) -> MetaError {
-    use sqlx::migrate::MigrateError as M;
-    match e {
-        M::Execute(e) => map_sqlx("migrate schema", e),
-        M::ExecuteMigration(e, version) => map_sqlx(&format!("apply migration {version}"), e),
-        other => MetaError::Corrupt(format!("migrate schema: {other}")),
+        | E::Protocol(_) => ErrorClass::Corrupt,
+        _ => ErrorClass::Unavailable,
+    };
+    let message = format!("{op}: {e}");
+    match class {
+        ErrorClass::Unavailable => MetaError::Unavailable(message),
+        ErrorClass::Config => MetaError::Config(message),
+        ErrorClass::Corrupt => MetaError::Corrupt(message),
     }
 }
 
@@ -117,14 +98,5 @@ mod tests {
         ));
         assert!(matches!(shard_from_db(-3), Err(MetaError::Corrupt(_))));
         assert_eq!(shard_from_db(3).unwrap(), ShardId(3));
-    }
-
-    #[test]
-    fn pool_timeouts_are_retryable_and_decode_errors_are_corrupt() {
-        assert!(map_sqlx("op", sqlx::Error::PoolTimedOut).is_retryable());
-        assert!(matches!(
-            map_sqlx("op", sqlx::Error::ColumnNotFound("x".into())),
-            MetaError::Corrupt(_)
-        ));
     }
 }
