@@ -261,15 +261,6 @@ pub(crate) mod testing {
         TestNode { node, clock }
     }
 
-    /// A test node on the default settings.
-    #[allow(
-        dead_code,
-        reason = "for node-level tests; front-end tests use remoting::testing"
-    )]
-    pub(crate) async fn node() -> TestNode {
-        node_with(|_| {}).await
-    }
-
     fn clock_now(clock: &ManualClock) -> i64 {
         use stratus_segments::clock::Clock;
         clock.now_ms()
