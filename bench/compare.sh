@@ -72,7 +72,17 @@ cleanup() {
     REF_STARTED=
   fi
 }
-trap cleanup EXIT INT TERM
+# On INT/TERM: clean up, then exit 128+signal (a trap that only cleaned up let the script go
+# on to the next workload). The EXIT trap cleans up on every other way out; cleanup clears
+# what it stopped, so running it twice is harmless.
+on_signal() { # signal-number
+  trap - INT TERM
+  cleanup
+  exit $((128 + $1))
+}
+trap cleanup EXIT
+trap 'on_signal 2' INT
+trap 'on_signal 15' TERM
 
 port_open() { (exec 3<>"/dev/tcp/${1%:*}/${1#*:}") 2>/dev/null; }
 
