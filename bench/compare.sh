@@ -61,7 +61,13 @@ RUN_ID=$(date +%s)
 
 STRATUS_PID=
 REF_STARTED=
+CHILD_PID=
 cleanup() {
+  if [ -n "$CHILD_PID" ]; then
+    kill -TERM "$CHILD_PID" 2>/dev/null || true
+    wait "$CHILD_PID" 2>/dev/null || true
+    CHILD_PID=
+  fi
   if [ -n "$STRATUS_PID" ]; then
     kill -TERM "$STRATUS_PID" 2>/dev/null || true
     wait "$STRATUS_PID" 2>/dev/null || true
@@ -72,7 +78,29 @@ cleanup() {
     REF_STARTED=
   fi
 }
-trap cleanup EXIT INT TERM
+# On INT/TERM: clean up, then exit 128+signal (a trap that only cleaned up let the script go
+# on to the next workload). The EXIT trap cleans up on every other way out; cleanup clears
+# what it stopped, so running it twice is harmless.
+on_signal() { # signal-number
+  trap - INT TERM
+  cleanup
+  exit $((128 + $1))
+}
+trap cleanup EXIT
+trap 'on_signal 2' INT
+trap 'on_signal 15' TERM
+
+# run CMD ARGS...: a long step (a bench run, a reference broker start) as a job the script
+# waits for. bash runs a trap only once the foreground command has ended, so a signal during
+# a one-minute backlog fill would wait for it; `wait` returns at once and cleanup stops CHILD_PID.
+run() {
+  local rc=0
+  "$@" &
+  CHILD_PID=$!
+  wait "$CHILD_PID" || rc=$?
+  CHILD_PID=
+  return "$rc"
+}
 
 port_open() { (exec 3<>"/dev/tcp/${1%:*}/${1#*:}") 2>/dev/null; }
 
@@ -102,9 +130,9 @@ bench() {
     # Something outside this script stopped the reference broker (it happens on a shared
     # machine); restart it rather than report a column of failures.
     echo "  (reference broker not running before $workload: restarting it)" >&2
-    bash "$ROOT/tests/clients/reference-broker.sh" start "$REF" >/dev/null
+    run bash "$ROOT/tests/clients/reference-broker.sh" start "$REF" >/dev/null
   fi
-  "$STRATUS" bench "$@" --namesrv "$ns" --json >"$out" 2>"$err" || rc=$?
+  run "$STRATUS" bench "$@" --namesrv "$ns" --json >"$out" 2>"$err" || rc=$?
   if [ ! -s "$out" ]; then
     echo "  $workload: no report (exit $rc); last lines of $err:" >&2
     tail -5 "$err" >&2
@@ -191,7 +219,7 @@ for system in $SYSTEMS; do
         exit 1
       fi
       REF_STARTED=1
-      bash "$ROOT/tests/clients/reference-broker.sh" start "$REF"
+      run bash "$ROOT/tests/clients/reference-broker.sh" start "$REF"
       mkdir -p "$RES/rocketmq"
       cp "$REF/broker.conf" "$RES/rocketmq/broker.conf"
       workloads rocketmq "$REF_NS"

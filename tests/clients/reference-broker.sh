@@ -2,7 +2,8 @@
 # Download and run a reference Apache RocketMQ 5.x name server + broker (from Maven Central).
 #
 #   reference-broker.sh install DIR     fetch jars into DIR/lib (idempotent)
-#   reference-broker.sh start DIR       start namesrv (127.0.0.1:9876) and broker (127.0.0.1:10911)
+#   reference-broker.sh start DIR       start namesrv (127.0.0.1:$NAMESRV_PORT) and broker
+#                                       (127.0.0.1:$BROKER_PORT) registered with it
 #   reference-broker.sh stop DIR        stop both (by the pids recorded in DIR)
 #   reference-broker.sh status DIR
 #
@@ -71,6 +72,11 @@ storePathCommitLog=$dir/store/commitlog
 mappedFileSizeCommitLog=134217728
 enablePropertyFilter=true
 CONF
+  # NamesrvStartup (5.3.3) starts from listenPort 9876 and then applies the -c file to
+  # NamesrvConfig and NettyServerConfig (MixAll.properties2Object: key listenPort).
+  cat > "$dir/namesrv.conf" <<CONF
+listenPort=$NAMESRV_PORT
+CONF
   local line
   set -f
   for line in ${REFERENCE_BROKER_EXTRA_CONF:-}; do
@@ -84,7 +90,7 @@ CONF
   export ROCKETMQ_HOME="$dir/home"
   if ! wait_port "$NAMESRV_PORT" 0; then
     nohup java "${jopts[@]}" -cp "$dir/lib/*" org.apache.rocketmq.namesrv.NamesrvStartup \
-      -c /dev/null >"$dir/logs/namesrv.out" 2>&1 &
+      -c "$dir/namesrv.conf" >"$dir/logs/namesrv.out" 2>&1 &
     echo $! >"$dir/namesrv.pid"
     wait_port "$NAMESRV_PORT" 60 || { echo "namesrv did not start" >&2; tail -20 "$dir/logs/namesrv.out" >&2; exit 1; }
   fi

@@ -95,11 +95,23 @@ start() {
     sleep 0.1
   done
   # Create the bucket (200; 409 when it is already there from an earlier start of DIR).
-  code=$(sigv4 -o "$dir/bucket.out" -w '%{http_code}' -X PUT "$endpoint/$BUCKET")
-  case "$code" in
-    200 | 409) ;;
-    *) die "cannot create bucket $BUCKET (HTTP $code): $(cat "$dir/bucket.out")" ;;
-  esac
+  # /minio/health/live (and, at this version, /minio/health/ready too: it only adds the header
+  # x-minio-server-status: offline) answers 200 before the object layer and IAM are up, and
+  # requests meanwhile get 503 XMinioServerNotInitialized / XMinioIAMNotInitialized. So retry
+  # while the answer is a 5xx or no answer (000), for about 30 s; any other code is final.
+  for i in $(seq 1 150); do
+    code=$(sigv4 -o "$dir/bucket.out" -w '%{http_code}' -X PUT "$endpoint/$BUCKET" 2>"$dir/bucket.err") || true
+    case "$code" in
+      200 | 409) break ;;
+      000 | 5??) ;;
+      *) die "cannot create bucket $BUCKET (HTTP $code): $(cat "$dir/bucket.out" "$dir/bucket.err" 2>/dev/null)" ;;
+    esac
+    kill -0 "$pid" 2>/dev/null || die "MinIO exited at start; log: $(tail -20 "$dir/minio.log")"
+    [ "$i" -lt 150 ] ||
+      die "cannot create bucket $BUCKET after $i attempts in 30 s (last: HTTP $code): $(cat "$dir/bucket.out" "$dir/bucket.err" 2>/dev/null)"
+    sleep 0.2
+  done
+  [ "$i" -eq 1 ] || log "bucket $BUCKET created at attempt $i (MinIO was still initialising)"
   echo "STRATUS_TEST_S3=$endpoint,$BUCKET,$ACCESS_KEY,$SECRET_KEY" | tee "$dir/env"
   log "MinIO $MINIO_VERSION on $endpoint (pid $pid, data in $dir/data)"
 }
