@@ -203,6 +203,10 @@ struct Reply {
 
 impl Reply {
     async fn send(self, ch: &Channel, res: Result<RemotingCommand, GatewayError>) {
+        if matches!(res, Err(GatewayError::ConnectionClosed)) {
+            // Given up because the connection is closing (a parked pull): no answer.
+            return;
+        }
         let mut resp = match res {
             Ok(r) => r,
             Err(e) => {
