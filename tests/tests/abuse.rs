@@ -6,6 +6,7 @@
 
 #![allow(clippy::unwrap_used, clippy::disallowed_methods)] // test code: failures should panic; real timers are fine
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -173,7 +174,7 @@ async fn flood(addr: SocketAddr, conns: usize, read: bool, run: Duration, bytes:
 }
 
 /// RSS of `node` sampled every 100 ms while `work` runs; returns (work's output, max RSS).
-async fn with_rss_peak<F: std::future::Future>(node: &Node, work: F) -> (F::Output, u64) {
+async fn with_rss_peak<F: Future>(node: &Node, work: F) -> (F::Output, u64) {
     let pid_rss = {
         let pid = node.pid().unwrap();
         move || -> u64 {
