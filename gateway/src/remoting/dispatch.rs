@@ -240,3 +240,74 @@ pub(crate) fn success() -> RemotingCommand {
 pub(crate) fn respond(code: ResponseCode, remark: impl Into<String>) -> RemotingCommand {
     RemotingCommand::response(0, code, Some(remark.into()))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn budgets(connection: usize, node: usize) -> Budgets {
+        Budgets {
+            connection: Arc::new(Semaphore::new(connection)),
+            node: Arc::new(Semaphore::new(node)),
+        }
+    }
+
+    async fn pending(b: &Budgets) -> bool {
+        tokio::time::timeout(Duration::from_millis(20), b.acquire())
+            .await
+            .is_err()
+    }
+
+    #[tokio::test]
+    async fn a_connection_at_its_limit_waits_and_the_answer_path_frees_the_node_first() {
+        let node = Arc::new(Semaphore::new(3));
+        let a = Budgets {
+            connection: Arc::new(Semaphore::new(2)),
+            node: node.clone(),
+        };
+        let b = Budgets {
+            connection: Arc::new(Semaphore::new(2)),
+            node: node.clone(),
+        };
+        let mut a1 = a.acquire().await.unwrap();
+        let _a2 = a.acquire().await.unwrap();
+        assert!(pending(&a).await, "a third request on a is not read");
+        let _b1 = b.acquire().await.unwrap();
+        assert!(pending(&b).await, "the node is full");
+        // a1's work is done and its answer waits for the writer: the node's slot is free,
+        // its connection's is not.
+        a1.work_done();
+        assert_eq!(node.available_permits(), 1);
+        assert!(pending(&a).await);
+        let _b2 = b.acquire().await.unwrap();
+        drop(a1);
+        assert_eq!(a.connection.available_permits(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_parked_request_holds_nothing_and_takes_both_back() {
+        let b = budgets(1, 1);
+        let mut p = b.acquire().await.unwrap();
+        p.release();
+        assert_eq!(b.connection.available_permits(), 1);
+        assert_eq!(b.node.available_permits(), 1);
+        let other = b.acquire().await.unwrap();
+        let mut back = Box::pin(p.reacquire());
+        assert!(
+            tokio::time::timeout(Duration::from_millis(20), &mut back)
+                .await
+                .is_err(),
+            "waits while another request holds the slots"
+        );
+        drop(other);
+        back.await;
+        assert_eq!(b.connection.available_permits(), 0);
+        assert_eq!(b.node.available_permits(), 0);
+        // Without budgets (processor unit tests) it is a no-op.
+        let mut none = InFlight::default();
+        none.release();
+        none.reacquire().await;
+    }
+}
