@@ -461,19 +461,29 @@ pub struct MetaSettings {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct LimitSettings {
-    /// Open connections at once, over both ports.
+    /// Open connections at once, over every port. A connection past it is accepted and
+    /// closed at once, unless the longest-idle connection can be evicted to make room.
     pub max_connections: usize,
-    /// Requests in progress per connection; above it requests get SYSTEM_BUSY.
+    /// Open connections from one client IP address; past it new ones from that address are
+    /// accepted and closed at once (no eviction).
+    pub max_connections_per_ip: usize,
+    /// Requests one connection has in progress; at it the connection is not read until one
+    /// finishes (TCP backpressure). Parked pulls do not count while parked.
     pub max_in_flight_per_connection: usize,
+    /// Requests in progress on the whole node, over every connection; connections take
+    /// turns (first come, first served) for the free ones.
+    pub max_in_flight: usize,
     /// Pulls parked for long polling at once; above it pulls are answered at once.
     pub max_parked_pulls: usize,
     /// Largest frame accepted (16 MiB is the protocol's limit).
     pub max_frame: ByteSize,
     /// Largest header accepted.
     pub max_header: ByteSize,
-    /// Responses queued per connection before the reader pauses.
+    /// Responses queued per connection for its writer; requests whose answer waits for
+    /// room keep their connection's in-flight slot, so a client that does not read stalls
+    /// only itself.
     pub writer_queue: usize,
-    /// Idle connections are closed after this long.
+    /// A connection without a request for this long is closed.
     #[serde(with = "humantime_serde")]
     pub idle_timeout: Duration,
 }
@@ -556,11 +566,13 @@ impl Default for LimitSettings {
     fn default() -> Self {
         Self {
             max_connections: 10_000,
-            max_in_flight_per_connection: 4096,
+            max_connections_per_ip: 1000,
+            max_in_flight_per_connection: 256,
+            max_in_flight: 2048,
             max_parked_pulls: 100_000,
             max_frame: ByteSize::b(16_777_212),
             max_header: ByteSize::mib(1),
-            writer_queue: 1024,
+            writer_queue: 256,
             idle_timeout: Duration::from_secs(120),
         }
     }
@@ -700,11 +712,25 @@ impl Settings {
                 "must be at least 5 MiB (S3's smallest part)",
             );
         }
-        if self.limits.max_in_flight_per_connection == 0 || self.limits.writer_queue == 0 {
+        if self.limits.max_in_flight_per_connection == 0
+            || self.limits.max_in_flight == 0
+            || self.limits.writer_queue == 0
+        {
             return bad(
                 "limits",
-                "max_in_flight_per_connection and writer_queue must be at least 1",
+                "max_in_flight_per_connection, max_in_flight and writer_queue must be at least 1",
             );
+        }
+        if self.limits.max_connections == 0 || self.limits.max_connections_per_ip == 0 {
+            return bad(
+                "limits.max_connections",
+                "max_connections and max_connections_per_ip must be at least 1",
+            );
+        }
+        if self.limits.max_in_flight > tokio::sync::Semaphore::MAX_PERMITS
+            || self.limits.max_in_flight_per_connection > tokio::sync::Semaphore::MAX_PERMITS
+        {
+            return bad("limits.max_in_flight", "too large");
         }
         if stratus_compat::FrameLimits::try_new(
             self.limits.max_frame.as_usize(),

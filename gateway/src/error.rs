@@ -163,9 +163,6 @@ pub(crate) enum GatewayError {
         /// The shard, when known.
         shard: Option<ShardId>,
     },
-    /// Too many requests in flight on one connection.
-    #[error("[OVERLOAD]too many requests in flight on this connection")]
-    Overloaded,
     /// A request code Stratus does not serve (yet).
     #[error(" request type {code} not supported")]
     NotSupported {

@@ -38,6 +38,38 @@ pub(crate) static CONNECTIONS: LazyLock<IntGauge> = LazyLock::new(|| {
         .expect("metric registers once")
 });
 
+/// Connections accepted and closed at once, by reason (`address_limit`: its client
+/// address had `limits.max_connections_per_ip`; `node_limit`: the node was full and no
+/// connection could be evicted).
+pub(crate) static CONNECTIONS_REFUSED: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    register_int_counter_vec!(
+        "stratus_gateway_connections_refused_total",
+        "Connections closed at once on accept, by the limit that refused them",
+        &["reason"]
+    )
+    .expect("metric registers once")
+});
+
+/// Connections closed to make room for a new one (the node at `limits.max_connections`;
+/// the one longest without a request goes).
+pub(crate) static CONNECTIONS_EVICTED: LazyLock<IntCounter> = LazyLock::new(|| {
+    register_int_counter!(
+        "stratus_gateway_connections_evicted_total",
+        "Connections evicted (longest without a request) to admit a new one"
+    )
+    .expect("metric registers once")
+});
+
+/// Requests in progress on the node (set on scrape from the in-flight budget; parked
+/// pulls are not counted while parked).
+pub(crate) static REQUESTS_IN_FLIGHT: LazyLock<IntGauge> = LazyLock::new(|| {
+    register_int_gauge!(
+        "stratus_gateway_requests_in_flight",
+        "Requests in progress (parked pulls excluded)"
+    )
+    .expect("metric registers once")
+});
+
 /// Pulls parked for long polling (set on scrape from the parked-pull budget).
 pub(crate) static PARKED_PULLS: LazyLock<IntGauge> = LazyLock::new(|| {
     register_int_gauge!(

@@ -145,6 +145,16 @@ impl Node {
     /// A port picked free can be taken by another process before the node binds it; the
     /// start is then retried on fresh ports (up to three times).
     pub fn start_with(data_dir: &Path, extra: &[&str]) -> anyhow::Result<Self> {
+        Self::start_with_env(data_dir, extra, &[])
+    }
+
+    /// Starts a node like [`start_with`](Self::start_with), with settings in `envs`
+    /// (`STRATUS_<SECTION>__<KEY>` variables) as well.
+    pub fn start_with_env(
+        data_dir: &Path,
+        extra: &[&str],
+        envs: &[(&str, &str)],
+    ) -> anyhow::Result<Self> {
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -158,7 +168,10 @@ impl Node {
                 metrics: SocketAddr::from(([127, 0, 0, 1], free_port())),
                 log: data_dir.join("stratus.log"),
                 extra: extra.iter().map(|s| (*s).to_owned()).collect(),
-                envs: Vec::new(),
+                envs: envs
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect(),
                 wait_for_broker: true,
             };
             match node.spawn() {
@@ -233,6 +246,29 @@ impl Node {
     /// `host:port` of the name server, as clients take it.
     pub fn namesrv_arg(&self) -> String {
         self.namesrv.to_string()
+    }
+
+    /// The process id, while running.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// The process's resident set size in bytes (`VmRSS` of `/proc/<pid>/status`).
+    ///
+    /// # Errors
+    /// Not running, or no `VmRSS` line (not Linux).
+    pub fn rss_bytes(&self) -> anyhow::Result<u64> {
+        let pid = self.pid().context("node not running")?;
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+        let kib: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .context("no VmRSS in /proc/<pid>/status")?
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse()?;
+        Ok(kib * 1024)
     }
 
     /// Stops with SIGTERM and waits; returns whether it exited successfully.

@@ -8,6 +8,7 @@
 //! [`shards`]. No module here knows a wire protocol.
 
 pub(crate) mod append;
+pub(crate) mod connections;
 pub(crate) mod objects;
 pub(crate) mod offsets;
 pub(crate) mod queues;
@@ -107,8 +108,10 @@ pub struct Node {
     pub(crate) shards: OwnedShards,
     /// Where every shard of the cluster is served (routes).
     pub(crate) routes: RouteTable,
-    /// Budget of open connections, over every port and protocol.
-    pub(crate) conn_limit: Arc<Semaphore>,
+    /// Open client connections, over every port and protocol: admission and eviction.
+    pub(crate) connections: Arc<connections::Connections>,
+    /// Budget of requests in progress, over every connection (`limits.max_in_flight`).
+    pub(crate) in_flight: Arc<Semaphore>,
     /// Address published in routes for the first broker port (shard `s`: port + `s`).
     pub(crate) advertised: String,
     /// The same as a socket address (the store host of records, offset message ids).
@@ -183,7 +186,11 @@ impl Node {
         .context("load topics from meta")?;
         Ok(Self {
             parked: Arc::new(Semaphore::new(config.limits.max_parked_pulls)),
-            conn_limit: Arc::new(Semaphore::new(config.limits.max_connections)),
+            connections: connections::Connections::new(
+                config.limits.max_connections,
+                config.limits.max_connections_per_ip,
+            ),
+            in_flight: Arc::new(Semaphore::new(config.limits.max_in_flight)),
             config,
             meta,
             writer,

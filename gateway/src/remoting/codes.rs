@@ -44,7 +44,6 @@ impl GatewayError {
             }
             Self::SubscriptionNotLatest { .. } => ResponseCode::SubscriptionNotLatest,
             Self::ShardNotOwned { .. } => ResponseCode::ServiceNotAvailable,
-            Self::Overloaded => ResponseCode::SystemBusy,
             Self::NotSupported { .. } => ResponseCode::RequestCodeNotSupported,
             Self::Segment(e) => match e {
                 SegmentError::Busy => ResponseCode::SystemBusy,

@@ -4,13 +4,20 @@
 //! Sends are prepared on the connection's reader task, in arrival order (validation and
 //! the append do not await), and completed in a spawned task that awaits durability;
 //! every other request is spawned whole.
+//!
+//! Every request holds an [`InFlight`] pair of permits, taken by the connection's reader
+//! *before* it reads the frame: one of its connection's (`limits.max_in_flight_per_connection`)
+//! and one of the node's (`limits.max_in_flight`). The node's permit is given back when
+//! the work is done, before the answer is queued for the writer, so a client that does
+//! not read its answers holds only its own connection's permits; the connection's permit
+//! is given back once the answer is queued. A parked pull gives both back while it waits.
 
 use std::sync::Arc;
 
 use stratus_compat::code::LanguageCode;
 use stratus_compat::command::{FLAG_RESPONSE, RemotingCommand};
 use stratus_compat::{RequestCode, ResponseCode, SerializeType};
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::task::TaskTracker;
 use tracing::{Instrument, debug, debug_span, warn};
 
@@ -19,12 +26,66 @@ use crate::remoting::Remoting;
 use crate::remoting::net::Channel;
 use crate::remoting::processor;
 
-/// Handles one request from `channel`.
+/// The two in-flight budgets a request draws from: its connection's and the node's.
+#[derive(Debug, Clone)]
+pub(crate) struct Budgets {
+    pub(crate) connection: Arc<Semaphore>,
+    pub(crate) node: Arc<Semaphore>,
+}
+
+impl Budgets {
+    /// Waits for a permit of each, the connection's first (so a connection waits for the
+    /// node's only with a slot of its own free, one waiter per connection: connections take
+    /// turns in the node's first-come queue). `None` when a budget is closed.
+    pub(crate) async fn acquire(&self) -> Option<InFlight> {
+        let connection = self.connection.clone().acquire_owned().await.ok()?;
+        let node = self.node.clone().acquire_owned().await.ok()?;
+        Some(InFlight {
+            budgets: Some(self.clone()),
+            connection: Some(connection),
+            node: Some(node),
+        })
+    }
+}
+
+/// The permits one request holds (none in processor unit tests).
+#[derive(Debug, Default)]
+pub(crate) struct InFlight {
+    budgets: Option<Budgets>,
+    connection: Option<OwnedSemaphorePermit>,
+    node: Option<OwnedSemaphorePermit>,
+}
+
+impl InFlight {
+    /// Gives both permits back (a pull about to park).
+    pub(crate) fn release(&mut self) {
+        self.node = None;
+        self.connection = None;
+    }
+
+    /// Takes back what [`release`](Self::release) gave, in the same order.
+    pub(crate) async fn reacquire(&mut self) {
+        let Some(b) = &self.budgets else { return };
+        if self.connection.is_none() {
+            self.connection = b.connection.clone().acquire_owned().await.ok();
+        }
+        if self.node.is_none() {
+            self.node = b.node.clone().acquire_owned().await.ok();
+        }
+    }
+
+    /// The work is done: the node's permit goes back before the answer is queued.
+    fn work_done(&mut self) {
+        self.node = None;
+    }
+}
+
+/// Handles one request from `channel`, which the reader read holding `permit`.
 pub(crate) fn handle(
     rmq: &Arc<Remoting>,
     channel: &Arc<Channel>,
     cmd: RemotingCommand,
-    in_flight: &Arc<Semaphore>,
+    mut permit: InFlight,
     tasks: &TaskTracker,
 ) {
     let code = RequestCode::from_i32(cmd.code);
@@ -40,12 +101,6 @@ pub(crate) fn handle(
     };
     let span = debug_span!("req", code = %code, opaque = cmd.opaque);
     tracing::trace!(parent: &span, "request");
-    let Ok(permit) = in_flight.clone().try_acquire_owned() else {
-        let ch = channel.clone();
-        let err = GatewayError::Overloaded;
-        tasks.spawn(async move { reply.send(&ch, Err(err)).await });
-        return;
-    };
     let rmq = rmq.clone();
     let ch = channel.clone();
     match code {
@@ -54,6 +109,7 @@ pub(crate) fn handle(
             tasks.spawn(
                 async move {
                     let res = processor::send::complete(&rmq, prepared, cmd).await;
+                    permit.work_done();
                     reply.send(&ch, res).await;
                     drop(permit);
                 }
@@ -64,7 +120,9 @@ pub(crate) fn handle(
             tasks.spawn(
                 async move {
                     // The reference answers nothing for "still unknown".
-                    match crate::remoting::rewrite::transaction::end(&rmq, &cmd).await {
+                    let res = crate::remoting::rewrite::transaction::end(&rmq, &cmd).await;
+                    permit.work_done();
+                    match res {
                         Ok(None) => {}
                         Ok(Some(r)) => reply.send(&ch, Ok(r)).await,
                         Err(e) => reply.send(&ch, Err(e)).await,
@@ -77,7 +135,8 @@ pub(crate) fn handle(
         _ => {
             tasks.spawn(
                 async move {
-                    let res = route(&rmq, &ch, code, cmd).await;
+                    let res = route(&rmq, &ch, code, cmd, &mut permit).await;
+                    permit.work_done();
                     reply.send(&ch, res).await;
                     drop(permit);
                 }
@@ -92,6 +151,7 @@ async fn route(
     ch: &Arc<Channel>,
     code: RequestCode,
     cmd: RemotingCommand,
+    permit: &mut InFlight,
 ) -> Result<RemotingCommand, GatewayError> {
     use RequestCode as C;
     match code {
@@ -102,7 +162,9 @@ async fn route(
         C::PutKvConfig | C::GetKvConfig | C::DeleteKvConfig => {
             processor::admin::kv(rmq, code, &cmd).await
         }
-        C::PullMessage | C::LitePullMessage => processor::pull::handle(rmq, ch, cmd).await,
+        C::PullMessage | C::LitePullMessage => {
+            processor::pull::handle_holding(rmq, ch, cmd, permit).await
+        }
         C::QueryConsumerOffset => processor::offset::query_consumer_offset(rmq, ch, &cmd).await,
         C::UpdateConsumerOffset => processor::offset::update_consumer_offset(rmq, ch, &cmd).await,
         C::GetMaxOffset => processor::offset::max_offset(rmq, ch, &cmd),
@@ -141,6 +203,10 @@ struct Reply {
 
 impl Reply {
     async fn send(self, ch: &Channel, res: Result<RemotingCommand, GatewayError>) {
+        if matches!(res, Err(GatewayError::ConnectionClosed)) {
+            // Given up because the connection is closing (a parked pull): no answer.
+            return;
+        }
         let mut resp = match res {
             Ok(r) => r,
             Err(e) => {
@@ -173,4 +239,75 @@ pub(crate) fn success() -> RemotingCommand {
 /// A response with `code` and a remark.
 pub(crate) fn respond(code: ResponseCode, remark: impl Into<String>) -> RemotingCommand {
     RemotingCommand::response(0, code, Some(remark.into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn budgets(connection: usize, node: usize) -> Budgets {
+        Budgets {
+            connection: Arc::new(Semaphore::new(connection)),
+            node: Arc::new(Semaphore::new(node)),
+        }
+    }
+
+    async fn pending(b: &Budgets) -> bool {
+        tokio::time::timeout(Duration::from_millis(20), b.acquire())
+            .await
+            .is_err()
+    }
+
+    #[tokio::test]
+    async fn a_connection_at_its_limit_waits_and_the_answer_path_frees_the_node_first() {
+        let node = Arc::new(Semaphore::new(3));
+        let a = Budgets {
+            connection: Arc::new(Semaphore::new(2)),
+            node: node.clone(),
+        };
+        let b = Budgets {
+            connection: Arc::new(Semaphore::new(2)),
+            node: node.clone(),
+        };
+        let mut a1 = a.acquire().await.unwrap();
+        let _a2 = a.acquire().await.unwrap();
+        assert!(pending(&a).await, "a third request on a is not read");
+        let _b1 = b.acquire().await.unwrap();
+        assert!(pending(&b).await, "the node is full");
+        // a1's work is done and its answer waits for the writer: the node's slot is free,
+        // its connection's is not.
+        a1.work_done();
+        assert_eq!(node.available_permits(), 1);
+        assert!(pending(&a).await);
+        let _b2 = b.acquire().await.unwrap();
+        drop(a1);
+        assert_eq!(a.connection.available_permits(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_parked_request_holds_nothing_and_takes_both_back() {
+        let b = budgets(1, 1);
+        let mut p = b.acquire().await.unwrap();
+        p.release();
+        assert_eq!(b.connection.available_permits(), 1);
+        assert_eq!(b.node.available_permits(), 1);
+        let other = b.acquire().await.unwrap();
+        let mut back = Box::pin(p.reacquire());
+        assert!(
+            tokio::time::timeout(Duration::from_millis(20), &mut back)
+                .await
+                .is_err(),
+            "waits while another request holds the slots"
+        );
+        drop(other);
+        back.await;
+        assert_eq!(b.connection.available_permits(), 0);
+        assert_eq!(b.node.available_permits(), 0);
+        // Without budgets (processor unit tests) it is a no-op.
+        let mut none = InFlight::default();
+        none.release();
+        none.reacquire().await;
+    }
 }

@@ -282,9 +282,13 @@ pub(crate) async fn dispatch(
     rx: &mut mpsc::Receiver<RemotingCommand>,
     cmd: RemotingCommand,
 ) -> Option<RemotingCommand> {
-    let in_flight = Arc::new(Semaphore::new(16));
+    let budgets = dispatch::Budgets {
+        connection: Arc::new(Semaphore::new(16)),
+        node: rmq.node.in_flight.clone(),
+    };
+    let permit = budgets.acquire().await.expect("budgets open");
     let tasks = TaskTracker::new();
-    dispatch::handle(rmq, ch, cmd, &in_flight, &tasks);
+    dispatch::handle(rmq, ch, cmd, permit, &tasks);
     tasks.close();
     tasks.wait().await;
     rx.try_recv().ok()

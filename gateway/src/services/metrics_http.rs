@@ -29,6 +29,9 @@ pub(crate) struct ScrapeState {
     /// The parked-pull budget and its size: parked = size − available.
     pub(crate) parked: Arc<Semaphore>,
     pub(crate) max_parked: usize,
+    /// The node's in-flight budget and its size: in flight = size − available.
+    pub(crate) in_flight: Arc<Semaphore>,
+    pub(crate) max_in_flight: usize,
 }
 
 /// Registers every metric family, so a scrape lists them before their first use.
@@ -38,6 +41,9 @@ fn register_all() {
     LazyLock::force(&metrics::SENDS);
     LazyLock::force(&metrics::CONNECTIONS);
     LazyLock::force(&metrics::PARKED_PULLS);
+    LazyLock::force(&metrics::CONNECTIONS_REFUSED);
+    LazyLock::force(&metrics::CONNECTIONS_EVICTED);
+    LazyLock::force(&metrics::REQUESTS_IN_FLIGHT);
     LazyLock::force(&metrics::RETENTION_PASSES);
     LazyLock::force(&metrics::RETENTION_SECTIONS);
     LazyLock::force(&metrics::OBJECTS_DELETED);
@@ -77,6 +83,10 @@ async fn scrape(State(state): State<ScrapeState>) -> Response {
         .max_parked
         .saturating_sub(state.parked.available_permits());
     metrics::PARKED_PULLS.set(i64::try_from(parked).unwrap_or(i64::MAX));
+    let in_flight = state
+        .max_in_flight
+        .saturating_sub(state.in_flight.available_permits());
+    metrics::REQUESTS_IN_FLIGHT.set(i64::try_from(in_flight).unwrap_or(i64::MAX));
     let mut body = Vec::new();
     match TextEncoder::new().encode(&prometheus::gather(), &mut body) {
         Ok(()) => ([(header::CONTENT_TYPE, TEXT_FORMAT)], body).into_response(),
@@ -97,8 +107,11 @@ mod tests {
             cache: Arc::new(Cache::new(stratus_segments::cache::CacheConfig::default())),
             parked: Arc::new(Semaphore::new(10)),
             max_parked: 10,
+            in_flight: Arc::new(Semaphore::new(8)),
+            max_in_flight: 8,
         };
         let _held = state.parked.clone().try_acquire_many_owned(3).unwrap();
+        let _working = state.in_flight.clone().try_acquire_many_owned(2).unwrap();
         register_all();
         let resp = scrape(State(state)).await;
         assert_eq!(resp.status(), StatusCode::OK);
@@ -107,6 +120,14 @@ mod tests {
             .unwrap();
         let text = String::from_utf8(body.to_vec()).unwrap();
         assert!(text.contains("stratus_gateway_parked_pulls 3"), "{text}");
+        assert!(
+            text.contains("stratus_gateway_requests_in_flight 2"),
+            "{text}"
+        );
+        assert!(
+            text.contains("stratus_gateway_connections_evicted_total"),
+            "{text}"
+        );
         assert!(text.contains("stratus_gateway_connections"), "{text}");
         assert!(
             text.contains("stratus_segments_cache_capacity_bytes{cache=\"tail\"}"),

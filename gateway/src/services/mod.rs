@@ -48,6 +48,8 @@ pub(crate) fn start(
             cache: node.cache.clone(),
             parked: node.parked.clone(),
             max_parked: node.config.limits.max_parked_pulls,
+            in_flight: node.in_flight.clone(),
+            max_in_flight: node.config.limits.max_in_flight,
         };
         t.spawn(metrics_http::run(l, state, token()));
     }

@@ -1,29 +1,60 @@
 //! One client connection: a reader task (this function) that decodes frames and dispatches
 //! requests, and a writer task that drains a bounded queue of outgoing frames. Responses
-//! may go out of order (clients match them by opaque); a full writer queue slows the
-//! reader (backpressure). A frame error closes only this connection.
+//! may go out of order (clients match them by opaque).
+//!
+//! Bounds. The reader takes a request's in-flight permits (its connection's, then the
+//! node's; see `dispatch.rs`) *before* it reads the frame, so a connection with
+//! `limits.max_in_flight_per_connection` requests in progress is not read at all: the
+//! client is held back by TCP, not answered SYSTEM_BUSY by a task per frame. Answers wait
+//! for room in the writer queue (`limits.writer_queue`) holding their connection's permit,
+//! so a client that does not read stalls only itself.
+//!
+//! Closing. The reader stops on a bad frame, the peer's close, `limits.idle_timeout`
+//! without a request, eviction (the node is full and this is the connection that has gone
+//! longest without a request), its shard leaving, or the node stopping. Then at once its
+//! parked pulls give up (they wait on `Channel::closed`) and answer nothing; requests
+//! still working (sends awaiting durability) are let finish and answered while the socket
+//! takes writes, within `storage.durable_timeout` (the longest a send waits). Past that the
+//! writer is stopped and what is left unanswered is dropped: a send already appended is
+//! still made durable, the client sees the connection close and retries.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
 use stratus_compat::codec::RemotingCodec;
 use tokio::net::TcpStream;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{Semaphore, mpsc};
 use tokio_util::codec::{FramedRead, FramedWrite};
+use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{debug, info};
 
 use super::Channel;
+use crate::node::connections::Admitted;
 use crate::remoting::Remoting;
+use crate::remoting::dispatch::Budgets;
 
-/// Serves one connection until it closes, idles out, or the node stops.
+/// Why the reader stopped.
+#[derive(Debug)]
+enum Stop {
+    NodeStopping,
+    ShardLeft,
+    Evicted,
+    WriteFailed,
+    Idle,
+    PeerClosed,
+    BadFrame(String),
+}
+
+/// Serves one connection until it closes, idles out, is evicted, or the node stops.
 pub(crate) async fn serve(
     stream: TcpStream,
     peer: SocketAddr,
     rmq: Arc<Remoting>,
     id: u64,
-    _permit: OwnedSemaphorePermit,
+    admitted: Admitted,
     serves: super::listener::Serves,
 ) {
     let _open = crate::metrics::ConnectionOpen::new();
@@ -33,14 +64,20 @@ pub(crate) async fn serve(
     let mut sink = FramedWrite::new(w, RemotingCodec::new(limits));
     let (tx, mut rx) = mpsc::channel(rmq.node.config.limits.writer_queue);
     let channel = Arc::new(Channel::new(id, peer, serves.shard, tx));
-    let in_flight = Arc::new(Semaphore::new(
-        rmq.node.config.limits.max_in_flight_per_connection,
-    ));
+    let budgets = Budgets {
+        connection: Arc::new(Semaphore::new(
+            rmq.node.config.limits.max_in_flight_per_connection,
+        )),
+        node: rmq.node.in_flight.clone(),
+    };
     let requests = TaskTracker::new();
 
+    // Cancelled once no request of this connection will queue an answer any more.
+    let answered = CancellationToken::new();
     let closed = channel.closed.clone();
-    let writer = tokio::spawn(async move {
-        // Owned by this connection: joined below before the connection task ends.
+    let writer_done = answered.clone();
+    let mut writer = tokio::spawn(async move {
+        // Owned by this connection: joined (or aborted) below before the connection ends.
         loop {
             // Queued frames first: answers of requests that finished before the close (for
             // example sends failed when the connection's shard left) still go out.
@@ -55,48 +92,85 @@ pub(crate) async fn serve(
                     }
                     None => break,
                 },
-                () = closed.cancelled() => break,
+                () = writer_done.cancelled() => break,
             }
         }
         closed.cancel();
     });
 
     let idle = rmq.node.config.limits.idle_timeout;
-    loop {
-        tokio::select! {
-            () = rmq.node.cancel.cancelled() => break,
-            () = serves.stop.cancelled() => {
-                info!("closing connection: its shard left this node");
-                break;
-            }
-            () = channel.closed.cancelled() => break,
-            () = rmq.node.clock.sleep(idle) => {
-                info!("closing idle connection");
-                break;
-            }
-            next = frames.next() => match next {
-                None => {
-                    debug!("peer closed");
-                    break;
-                }
-                Some(Err(e)) => {
-                    info!(error = %e, "closing connection on a bad frame");
-                    break;
-                }
-                Some(Ok(cmd)) => {
-                    if cmd.is_response() {
-                        debug!(opaque = cmd.opaque, code = cmd.code, "response from client");
-                        continue;
-                    }
-                    crate::remoting::dispatch::handle(&rmq, &channel, cmd, &in_flight, &requests);
-                }
+    let clock = rmq.node.clock.clone();
+    let stop = loop {
+        let since = clock.now_ms().saturating_sub(admitted.last_request_ms());
+        let idle_left =
+            idle.saturating_sub(Duration::from_millis(u64::try_from(since).unwrap_or(0)));
+        // The permits first: a connection at its limit is not read (TCP backpressure).
+        let permit = tokio::select! {
+            biased;
+            () = rmq.node.cancel.cancelled() => break Stop::NodeStopping,
+            () = serves.stop.cancelled() => break Stop::ShardLeft,
+            () = admitted.evict.cancelled() => break Stop::Evicted,
+            () = channel.closed.cancelled() => break Stop::WriteFailed,
+            () = clock.sleep(idle_left) => break Stop::Idle,
+            p = budgets.acquire() => match p {
+                Some(p) => p,
+                None => break Stop::NodeStopping,
             },
+        };
+        let next = tokio::select! {
+            biased;
+            () = rmq.node.cancel.cancelled() => break Stop::NodeStopping,
+            () = serves.stop.cancelled() => break Stop::ShardLeft,
+            () = admitted.evict.cancelled() => break Stop::Evicted,
+            () = channel.closed.cancelled() => break Stop::WriteFailed,
+            () = clock.sleep(idle_left) => break Stop::Idle,
+            next = frames.next() => next,
+        };
+        match next {
+            None => break Stop::PeerClosed,
+            Some(Err(e)) => break Stop::BadFrame(e.to_string()),
+            Some(Ok(cmd)) => {
+                if cmd.is_response() {
+                    debug!(opaque = cmd.opaque, code = cmd.code, "response from client");
+                    continue;
+                }
+                admitted.touch(clock.now_ms());
+                crate::remoting::dispatch::handle(&rmq, &channel, cmd, permit, &requests);
+            }
         }
+    };
+    drop(frames);
+    match &stop {
+        Stop::NodeStopping | Stop::WriteFailed => {}
+        Stop::ShardLeft => info!("closing connection: its shard left this node"),
+        Stop::Evicted => debug!("closing connection: evicted for a new one (node full)"),
+        Stop::Idle => info!("closing idle connection"),
+        Stop::PeerClosed => debug!("peer closed"),
+        Stop::BadFrame(e) => info!(error = %e, "closing connection on a bad frame"),
     }
     rmq.registry.channel_closed(id);
-    requests.close();
-    // Let in-flight requests finish (their sends are durable work) before closing.
-    requests.wait().await;
+    // Parked pulls (and anything else waiting on the connection) give up now.
     channel.closed.cancel();
-    let _ = writer.await;
+    requests.close();
+    let drain = rmq.node.config.storage.durable_timeout;
+    let started = clock.now_ms();
+    let drained = tokio::select! {
+        () = requests.wait() => true,
+        () = clock.sleep(drain) => false,
+    };
+    answered.cancel();
+    let spent = Duration::from_millis(u64::try_from(clock.now_ms() - started).unwrap_or(0));
+    let left = if drained {
+        drain.saturating_sub(spent)
+    } else {
+        Duration::ZERO
+    };
+    tokio::select! {
+        _ = &mut writer => {}
+        () = clock.sleep(left) => {
+            debug!("closing connection with answers unwritten (the client does not read)");
+            writer.abort();
+            let _ = writer.await;
+        }
+    }
 }

@@ -1,6 +1,10 @@
-//! Accept loop: a connection permit is taken before `accept`, so at most
-//! `limits.max_connections` connections exist; accept errors back off instead of spinning.
-//! A shard's listener stops, with its connections, when the shard leaves this node.
+//! Accept loop. Every connection is accepted at once (nothing queues at `accept`) and
+//! admitted by the node's connection table (`node/connections.rs`): within
+//! `limits.max_connections_per_ip` for its address and `limits.max_connections` for the
+//! node, where a full node evicts the connection that has gone longest without a request.
+//! A refused connection is closed at once, logged at debug and counted. Accept errors
+//! (out of file descriptors) back off instead of spinning. A shard's listener stops, with
+//! its connections, when the shard leaves this node.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -9,7 +13,7 @@ use std::time::Duration;
 use stratus_meta::ShardId;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
-use tracing::{Instrument, info_span, warn};
+use tracing::{Instrument, debug, info_span, warn};
 
 use crate::remoting::Remoting;
 
@@ -25,14 +29,8 @@ pub(crate) struct Serves {
 
 /// Accepts until the node or `serves.stop` is cancelled.
 pub(crate) async fn run(listener: TcpListener, rmq: Arc<Remoting>, serves: Serves) {
-    let limit = rmq.node.conn_limit.clone();
     let mut backoff = Duration::from_millis(5);
     loop {
-        let permit = tokio::select! {
-            () = rmq.node.cancel.cancelled() => return,
-            () = serves.stop.cancelled() => return,
-            p = limit.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => return },
-        };
         let accepted = tokio::select! {
             () = rmq.node.cancel.cancelled() => return,
             () = serves.stop.cancelled() => return,
@@ -41,12 +39,37 @@ pub(crate) async fn run(listener: TcpListener, rmq: Arc<Remoting>, serves: Serve
         match accepted {
             Ok((stream, peer)) => {
                 backoff = Duration::from_millis(5);
+                let admitted = match rmq
+                    .node
+                    .connections
+                    .admit(peer.ip(), rmq.node.clock.now_ms())
+                {
+                    Ok(a) => a,
+                    Err(why) => {
+                        debug!(%peer, reason = why.label(), "connection refused");
+                        crate::metrics::CONNECTIONS_REFUSED
+                            .with_label_values(&[why.label()])
+                            .inc();
+                        drop(stream);
+                        continue;
+                    }
+                };
+                if admitted.evicted_other {
+                    crate::metrics::CONNECTIONS_EVICTED.inc();
+                }
                 let _ = stream.set_nodelay(true);
                 let id = NEXT_CONN_ID.fetch_add(1, Ordering::Relaxed);
                 let span = info_span!("conn", id, %peer);
                 rmq.node.tracker.spawn(
-                    super::connection::serve(stream, peer, rmq.clone(), id, permit, serves.clone())
-                        .instrument(span),
+                    super::connection::serve(
+                        stream,
+                        peer,
+                        rmq.clone(),
+                        id,
+                        admitted,
+                        serves.clone(),
+                    )
+                    .instrument(span),
                 );
             }
             Err(e) => {

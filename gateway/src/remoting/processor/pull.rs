@@ -24,7 +24,7 @@ use crate::node::queues::Waited;
 
 use crate::error::{GatewayError, Result};
 use crate::remoting::Remoting;
-use crate::remoting::dispatch::respond;
+use crate::remoting::dispatch::{InFlight, respond};
 use crate::remoting::filter::MessageFilter;
 use crate::remoting::net::Channel;
 use stratus_compat::topic::PERM_READ;
@@ -39,11 +39,22 @@ struct Attempt {
     body: Option<BytesMut>,
 }
 
-/// Handles a pull.
+/// Handles a pull holding no in-flight permits (processor unit tests).
+#[cfg(test)]
 pub(crate) async fn handle(
     rmq: &Arc<Remoting>,
     ch: &Arc<Channel>,
     cmd: RemotingCommand,
+) -> Result<RemotingCommand> {
+    handle_holding(rmq, ch, cmd, &mut InFlight::default()).await
+}
+
+/// The pull, holding `in_flight`: given back while the pull is parked.
+pub(crate) async fn handle_holding(
+    rmq: &Arc<Remoting>,
+    ch: &Arc<Channel>,
+    cmd: RemotingCommand,
+    in_flight: &mut InFlight,
 ) -> Result<RemotingCommand> {
     let h = PullMessageRequestHeader::from_command(&cmd)?;
     let cfg = rmq
@@ -109,9 +120,12 @@ pub(crate) async fn handle(
         if let Some(_permit) = rmq.node.try_park() {
             let offset = QueueOffset(h.queue_offset);
             let gone = ch.closed.cancelled();
+            // Parked, the pull holds a slot of the parked budget, not of the in-flight ones.
+            in_flight.release();
             if rmq.node.wait_past(&queue, offset, hold, gone).await == Waited::Abandoned {
                 return Err(GatewayError::ConnectionClosed);
             }
+            in_flight.reacquire().await;
             attempt = pull_once(rmq, &queue, h.queue_offset, max_count, max_bytes, &filter).await?;
         }
     }
