@@ -131,8 +131,20 @@ impl Node {
                 .collect(),
             wait_for_broker: false,
         };
-        node.spawn()?;
-        Ok(node)
+        // The metrics port is picked here and may be taken before the node binds it (the
+        // caller chose the other two): retry on a fresh one.
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match node.spawn() {
+                Ok(()) => return Ok(node),
+                Err(e) if attempt < 3 && format!("{e:#}").contains("metrics.addr: cannot bind") => {
+                    eprintln!("metrics port taken before the node bound it; retrying");
+                    node.metrics = SocketAddr::from(([127, 0, 0, 1], free_port()));
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     /// Starts a node on fresh ports with its data in `data_dir`.
