@@ -22,7 +22,7 @@
 //! answers again, the first node to get through would see every other node dead and take their
 //! expired leases, fencing the rightful owners. So a node takes another owner's expired lease
 //! only once its own contact with meta has been settled for a full TTL ([`MetaContact`]):
-//! every round answered, none stalled. Every live node renews within that TTL (a renewal
+//! every round answered, no call stalled. Every live node renews within that TTL (a renewal
 //! under an unchanged epoch and owner succeeds even after the lease expired), so only a node
 //! that is really gone is taken over, one TTL later than without the outage. Until then a
 //! node takes only free shards and hands none over (its view of who is live is not settled
@@ -94,10 +94,11 @@ impl MetaContact {
         }
     }
 
-    /// Records a stretch of meta calls from `started_ms` to `finished_ms`: all answered
-    /// (`ok`) or not. Longer than `stall_ms` counts as a failure: meta was away meanwhile.
-    fn record(&mut self, started_ms: i64, finished_ms: i64, ok: bool, stall_ms: i64) {
-        if !ok || finished_ms - started_ms > stall_ms {
+    /// Records a stretch of meta calls that ended at `finished_ms`: all answered (`ok`) or
+    /// not, the slowest taking `slowest_ms`. A call slower than `stall_ms` counts as a
+    /// failure: meta was away meanwhile (the call waited in the pool for it).
+    fn record(&mut self, finished_ms: i64, ok: bool, slowest_ms: i64, stall_ms: i64) {
+        if !ok || slowest_ms > stall_ms {
             self.settled_since = None;
         } else if self.settled_since.is_none() {
             self.settled_since = Some(finished_ms);
@@ -110,8 +111,8 @@ impl MetaContact {
     }
 }
 
-/// The longest a round's heartbeat and renewals may take and still count as prompt: half a
-/// round interval (each is one short statement).
+/// The longest one heartbeat or renewal (one short statement each) may take and still count
+/// as prompt: half a round interval.
 fn stall_ms(ttl: Duration) -> i64 {
     crate::config::millis(renew_interval(ttl) / 2)
 }
@@ -129,10 +130,12 @@ pub(crate) async fn start(
         .ensure_shards(node.config.node.shards)
         .await
         .context("meta: ensure shards")?;
+    let registering = node.clock.now_ms();
     heartbeat(node).await.context("meta: register node")?;
     let now = node.clock.now_ms();
+    let slowest = (registering - started).max(now - registering);
     let ttl = node.config.meta.lease_ttl;
-    let contact = MetaContact::at_start(now, ttl_ms(node), now - started <= stall_ms(ttl));
+    let contact = MetaContact::at_start(now, ttl_ms(node), slowest <= stall_ms(ttl));
     rebalance(node, front_ends, contact.settled(now, ttl_ms(node)))
         .await
         .context("meta: take shards")?;
@@ -242,19 +245,21 @@ pub(crate) async fn run(
             () = cancel.cancelled() => return,
             () = node.clock.sleep(next_round_in(ttl, round_ok)) => {}
         }
-        let started = node.clock.now_ms();
         round_ok = true;
+        let started = node.clock.now_ms();
         if let Err(e) = heartbeat(&node).await {
             warn!(error = %e, "node heartbeat failed; will retry");
             round_ok = false;
         }
+        let mut slowest = node.clock.now_ms() - started;
         for (shard, epoch) in node.shards.all() {
             let now = node.clock.now_ms();
-            match node
+            let renewed = node
                 .meta
                 .renew_shard(shard, &node_id(&node), epoch, now, ttl_ms(&node))
-                .await
-            {
+                .await;
+            slowest = slowest.max(node.clock.now_ms() - now);
+            match renewed {
                 Ok(_) => reopen_if_failed(&node, shard, epoch).await,
                 Err(MetaError::Fenced { .. }) => {
                     error!(%shard, epoch = epoch.0, "lease lost; shard stops here");
@@ -271,7 +276,7 @@ pub(crate) async fn run(
         }
         let now = node.clock.now_ms();
         let was_settled = contact.settled(now, ttl_ms(&node));
-        contact.record(started, now, round_ok, stall_ms(ttl));
+        contact.record(now, round_ok, slowest, stall_ms(ttl));
         let settled = contact.settled(now, ttl_ms(&node));
         if was_settled && !settled {
             warn!("meta was unreachable or slow: no takeover of expired leases for one lease TTL");
@@ -289,7 +294,7 @@ pub(crate) async fn run(
             round_ok = false;
         }
         if !round_ok {
-            contact.record(started, node.clock.now_ms(), false, stall_ms(ttl));
+            contact.record(node.clock.now_ms(), false, 0, stall_ms(ttl));
         }
     }
 }
@@ -557,28 +562,31 @@ mod tests {
         // A slow registration (meta was away): settled from the first prompt round on.
         let mut c = MetaContact::at_start(50_000, TTL, false);
         assert!(!c.settled(50_000, TTL));
-        c.record(53_000, 53_010, true, STALL);
+        c.record(53_010, true, 10, STALL);
         assert!(!c.settled(60_000, TTL));
-        c.record(56_000, 56_010, true, STALL);
+        c.record(56_010, true, 10, STALL);
         assert!(c.settled(63_010, TTL), "a TTL after the first prompt round");
 
         // A round that failed resets it; so does one answered only after a stall.
         let mut c = MetaContact::at_start(0, TTL, true);
-        c.record(100_000, 100_005, false, STALL);
+        c.record(100_005, false, 5, STALL);
         assert!(!c.settled(100_005, TTL));
-        c.record(100_500, 100_505, true, STALL);
+        c.record(100_505, true, 5, STALL);
         assert!(!c.settled(110_000, TTL));
         assert!(c.settled(110_505, TTL));
-        c.record(111_000, 117_000, true, STALL);
+        c.record(117_000, true, 6_000, STALL);
         assert!(
             !c.settled(117_000, TTL),
             "calls that waited 6 s for the pool: meta was away"
         );
-        c.record(118_000, 118_001, true, STALL);
+        c.record(118_001, true, 1, STALL);
         assert!(!c.settled(127_000, TTL));
         assert!(c.settled(128_001, TTL));
+        // Many renewals, each prompt, are no stall however long the round.
+        c.record(128_500, true, STALL, STALL);
+        assert!(c.settled(128_500, TTL));
         // Later failures of a settled node unsettle it again.
-        c.record(130_000, 130_001, false, STALL);
+        c.record(130_001, false, 1, STALL);
         assert!(!c.settled(130_001, TTL));
     }
 
