@@ -21,6 +21,8 @@ pub struct App {
     node: Arc<Node>,
     remoting: Arc<Remoting>,
     front_ends: Vec<Arc<dyn ShardServer>>,
+    /// How settled this node's contact with meta was at start (for the membership loop).
+    contact: membership::MetaContact,
     namesrv: (SocketAddr, tokio::net::TcpListener),
     /// The `/metrics` listener (`metrics.addr`), unless off.
     metrics: Option<tokio::net::TcpListener>,
@@ -62,7 +64,7 @@ impl App {
             .with_context(|| format!("listen.namesrv_addr: cannot bind {addr}"))?;
         let namesrv = (l.local_addr()?, l);
         let front_ends: Vec<Arc<dyn ShardServer>> = vec![remoting.clone()];
-        membership::start(&node, &front_ends).await?;
+        let contact = membership::start(&node, &front_ends).await?;
         let metrics = match node.config.metrics_addr {
             Some(addr) => Some(
                 tokio::net::TcpListener::bind(addr)
@@ -75,6 +77,7 @@ impl App {
             node,
             remoting,
             front_ends,
+            contact,
             namesrv,
             metrics,
         })
@@ -101,12 +104,13 @@ impl App {
             node,
             remoting,
             front_ends,
+            contact,
             namesrv: (addr, listener),
             metrics,
         } = self;
         info!(%addr, "listening");
         remoting.serve_namesrv(listener);
-        services::start(&node, &remoting, front_ends, metrics);
+        services::start(&node, &remoting, front_ends, contact, metrics);
         shutdown.await;
         info!("shutting down");
         let grace = node.config.node.shutdown_grace;

@@ -130,7 +130,9 @@ pub trait MetaStore: SegmentCatalog {
         now_ms: i64,
         ttl_ms: i64,
     ) -> Result<Option<ShardLease>>;
-    /// Extends our lease; [`MetaError::Fenced`] if the epoch or owner changed.
+    /// Extends our lease to `now_ms + ttl_ms`; [`MetaError::Fenced`] if the epoch or owner
+    /// changed. A lease that expired but that nobody took is renewed all the same (same
+    /// epoch): an owner cut off from meta for a while keeps its shards when it gets through.
     async fn renew_shard(
         &self,
         shard: ShardId,

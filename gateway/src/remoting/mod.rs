@@ -41,6 +41,8 @@ pub(crate) struct Remoting {
     pub(crate) transactions: rewrite::transaction::Transactions,
     /// Orderly consumers' queue locks.
     pub(crate) locks: locks::QueueLocks,
+    /// The last order config seen per topic, for route lookups while meta is away.
+    pub(crate) order_confs: processor::route::OrderConfs,
 }
 
 impl Remoting {
@@ -51,6 +53,7 @@ impl Remoting {
             registry: registry::Registry::default(),
             transactions: rewrite::transaction::Transactions::default(),
             locks: locks::QueueLocks::default(),
+            order_confs: processor::route::OrderConfs::default(),
         })
     }
 

@@ -32,11 +32,12 @@ pub(crate) fn start(
     node: &Arc<Node>,
     remoting: &Arc<Remoting>,
     front_ends: Vec<Arc<dyn ShardServer>>,
+    contact: membership::MetaContact,
     metrics: Option<tokio::net::TcpListener>,
 ) {
     let t = &node.tracker;
     let token = || node.cancel.child_token();
-    t.spawn(membership::run(node.clone(), front_ends, token()));
+    t.spawn(membership::run(node.clone(), front_ends, contact, token()));
     t.spawn(retention::run(node.clone(), token()));
     t.spawn(retention::run_orphan_scan(node.clone(), token()));
     t.spawn(delay::run(node.clone(), token()));

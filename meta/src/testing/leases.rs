@@ -203,6 +203,33 @@ pub(super) async fn renew_extends_and_fences_stale_holders(store: &dyn MetaStore
     );
 }
 
+/// A lease that expired while its owner could not reach meta (an outage) but that nobody took
+/// is renewed under the same epoch: the owner keeps the shard, nothing is fenced.
+pub(super) async fn renew_after_expiry_keeps_an_untaken_lease(store: &dyn MetaStore) {
+    let a = node("node-a");
+    let taken = store
+        .acquire_shard(ShardId(4), &a, 10_000, 100)
+        .await
+        .expect("acquire")
+        .expect("shard 4 is free or ours");
+    assert_eq!(taken.expires_at_ms, 10_100);
+    let renewed = store
+        .renew_shard(ShardId(4), &a, taken.epoch, 50_000, 100)
+        .await
+        .expect("renewing an expired lease nobody took");
+    assert_eq!(
+        renewed,
+        ShardLease {
+            shard: ShardId(4),
+            epoch: taken.epoch,
+            owner: Some(a.clone()),
+            expires_at_ms: 50_100,
+        },
+        "same epoch, fresh expiry"
+    );
+    assert_eq!(lease_of(store, 4).await, renewed);
+}
+
 pub(super) async fn release_clears_owner_and_keeps_epoch(store: &dyn MetaStore) {
     let (a, b) = (node("node-a"), node("node-b"));
     let e = super::take(store, 8, &a).await;

@@ -54,6 +54,7 @@ pub async fn run_all(store: &dyn MetaStore) {
     leases::acquire_held_shard_is_refused_until_expiry(store).await;
     leases::reacquiring_own_shard_bumps_epoch_and_fences_the_old_incarnation(store).await;
     leases::renew_extends_and_fences_stale_holders(store).await;
+    leases::renew_after_expiry_keeps_an_untaken_lease(store).await;
     leases::release_clears_owner_and_keeps_epoch(store).await;
     leases::lease_calls_on_unknown_shard_are_not_found(store).await;
     leases::concurrent_acquires_have_one_winner(store).await;

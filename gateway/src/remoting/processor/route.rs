@@ -3,9 +3,18 @@
 //! a broker named
 //! `broker-<n>` at its owner's advertised address (first broker port + n). Any node answers
 //! with every shard that has a live owner, from the route table the membership loop keeps.
+//!
+//! A route lookup of a known topic needs nothing from meta but the topic's order config
+//! (`ORDER_TOPIC_CONFIG`), read through with a short wait; while meta is slow or away the
+//! last value seen is answered ([`OrderConfs`]), so routes keep being served from memory
+//! during a meta outage (a pool waiting for its server would otherwise hold each lookup past
+//! the clients' 3 s timeout).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::RwLock;
 
 use stratus_compat::ResponseCode;
 use stratus_compat::command::RemotingCommand;
@@ -16,10 +25,50 @@ use stratus_compat::request::route::{
 use stratus_meta::TopicConfig;
 
 use super::json_body;
+use tracing::warn;
+
 use crate::error::GatewayError;
+use crate::node::Node;
 use crate::node::shards::shard_name;
 use crate::remoting::Remoting;
 use crate::remoting::dispatch::{respond, success};
+
+/// The KV namespace of ordered topics' queue layouts (`brokerName:queueCount;…`).
+const ORDER_TOPIC_CONFIG: &str = "ORDER_TOPIC_CONFIG";
+
+/// How long a route lookup waits for meta's order config before answering the last one seen.
+pub(crate) const ORDER_CONF_WAIT: Duration = Duration::from_millis(500);
+
+/// The last order config meta gave for each topic looked up (`None`: the topic has none).
+#[derive(Debug, Default)]
+pub(crate) struct OrderConfs {
+    last: RwLock<HashMap<String, Option<String>>>,
+}
+
+impl OrderConfs {
+    /// The order config of `topic`: meta's when it answers within [`ORDER_CONF_WAIT`], else
+    /// the last one seen (none for a topic never looked up while meta answered).
+    pub(crate) async fn get(&self, node: &Node, topic: &str) -> Option<String> {
+        let answer = tokio::select! {
+            r = node.meta.get_kv(ORDER_TOPIC_CONFIG, topic) => Some(r),
+            () = node.clock.sleep(ORDER_CONF_WAIT) => None,
+        };
+        match answer {
+            Some(Ok(conf)) => {
+                self.last.write().insert(topic.to_owned(), conf.clone());
+                conf
+            }
+            Some(Err(e)) => {
+                warn!(topic, error = %e, "order config lookup failed; answering the last one seen");
+                self.last.read().get(topic).cloned().flatten()
+            }
+            None => {
+                warn!(topic, "meta is slow; answering the last order config seen");
+                self.last.read().get(topic).cloned().flatten()
+            }
+        }
+    }
+}
 
 fn broker_datas(rmq: &Remoting) -> Vec<BrokerData> {
     rmq.node
@@ -81,11 +130,7 @@ pub(crate) async fn get_route(
             "no shard is owned by a live node",
         ));
     }
-    let order = rmq
-        .node
-        .meta
-        .get_kv("ORDER_TOPIC_CONFIG", &header.topic)
-        .await?;
+    let order = rmq.order_confs.get(&rmq.node, &header.topic).await;
     let mut resp = success();
     resp.body = json_body(&route_data(rmq, &topic, order))?;
     Ok(resp)

@@ -83,3 +83,45 @@ async fn a_retry_topic_is_routed_with_one_queue_even_without_auto_create() {
     let q = &data.queue_datas[0];
     assert_eq!((q.read_queue_nums, q.write_queue_nums), (1, 1));
 }
+
+#[tokio::test]
+async fn a_known_topic_is_routed_from_memory_while_meta_is_away() {
+    let t = front().await;
+    let meta = &t.rmq.node.meta;
+    meta.put_kv("ORDER_TOPIC_CONFIG", "Ordered", "broker-0:4")
+        .await
+        .unwrap();
+    for topic in ["Ordered", "Plain"] {
+        let resp = route::get_route(&t.rmq, &route_request(topic))
+            .await
+            .unwrap();
+        assert_eq!(resp.response_code(), ResponseCode::Success, "{topic}");
+    }
+    // Meta goes away: every call fails from now on.
+    meta.close().await;
+    assert!(meta.get_kv("ORDER_TOPIC_CONFIG", "Ordered").await.is_err());
+    for (topic, order) in [("Ordered", Some("broker-0:4")), ("Plain", None)] {
+        let resp = route::get_route(&t.rmq, &route_request(topic))
+            .await
+            .unwrap();
+        assert_eq!(
+            resp.response_code(),
+            ResponseCode::Success,
+            "{topic}: {:?}",
+            resp.remark
+        );
+        let data: TopicRouteData = decode_json_body(&resp.body).unwrap();
+        assert_eq!(data.queue_datas.len(), 1, "{topic}");
+        assert_eq!(
+            data.order_topic_conf.as_deref(),
+            order,
+            "{topic}: the last order config seen"
+        );
+    }
+    // A topic never seen needs meta: that is an error, not a made-up route.
+    assert!(
+        route::get_route(&t.rmq, &route_request("Unknown"))
+            .await
+            .is_err()
+    );
+}
