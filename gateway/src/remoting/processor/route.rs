@@ -1,8 +1,8 @@
 //! Name-server role: routes, cluster info, topic lists (`docs/remoting-protocol.md#routes`).
 //! Routes come from meta: every topic has its queues on every shard, each shard published as
-//! a broker named
-//! `broker-<n>` at its owner's advertised address (first broker port + n). Any node answers
-//! with every shard that has a live owner, from the route table the membership loop keeps.
+//! a broker named `broker-<n>` at its owner's advertised address (first broker port + n).
+//! Any node answers with every shard that has a live owner, from the route table the
+//! membership loop keeps.
 //!
 //! A route lookup of a known topic needs nothing from meta but the topic's order config
 //! (`ORDER_TOPIC_CONFIG`), read through with a short wait; while meta is slow or away the
