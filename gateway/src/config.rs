@@ -32,19 +32,6 @@ pub struct Config {
     pub metrics_addr: Option<SocketAddr>,
 }
 
-impl Config {
-    /// The default settings, checked (for tests and tools).
-    ///
-    /// # Panics
-    /// Never: the defaults are valid (a unit test checks it).
-    #[allow(clippy::expect_used)]
-    pub fn defaults() -> Self {
-        Settings::default()
-            .check()
-            .expect("the default settings are valid")
-    }
-}
-
 impl std::ops::Deref for Config {
     type Target = Settings;
 
@@ -106,11 +93,6 @@ impl ObjectStoreUrl {
         Err(format!(
             "unsupported url {url:?} (use file://, memory:// or s3://bucket/prefix)"
         ))
-    }
-
-    /// True for an S3 bucket.
-    pub fn is_s3(&self) -> bool {
-        matches!(self, Self::S3 { .. })
     }
 }
 

@@ -104,6 +104,8 @@ pub(crate) async fn serve(
         let since = clock.now_ms().saturating_sub(admitted.last_request_ms());
         let idle_left =
             idle.saturating_sub(Duration::from_millis(u64::try_from(since).unwrap_or(0)));
+        // One idle deadline for both waits below (a timer per request, not two).
+        let mut idle_sleep = clock.sleep(idle_left);
         // The permits first: a connection at its limit is not read (TCP backpressure).
         let permit = tokio::select! {
             biased;
@@ -111,7 +113,7 @@ pub(crate) async fn serve(
             () = serves.stop.cancelled() => break Stop::ShardLeft,
             () = admitted.evict.cancelled() => break Stop::Evicted,
             () = channel.closed.cancelled() => break Stop::WriteFailed,
-            () = clock.sleep(idle_left) => break Stop::Idle,
+            () = &mut idle_sleep => break Stop::Idle,
             p = budgets.acquire() => match p {
                 Some(p) => p,
                 None => break Stop::NodeStopping,
@@ -123,7 +125,7 @@ pub(crate) async fn serve(
             () = serves.stop.cancelled() => break Stop::ShardLeft,
             () = admitted.evict.cancelled() => break Stop::Evicted,
             () = channel.closed.cancelled() => break Stop::WriteFailed,
-            () = clock.sleep(idle_left) => break Stop::Idle,
+            () = &mut idle_sleep => break Stop::Idle,
             next = frames.next() => next,
         };
         match next {

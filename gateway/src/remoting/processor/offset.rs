@@ -122,8 +122,8 @@ pub(crate) async fn earliest_store_time(
 ) -> Result<RemotingCommand> {
     let h = QueueRequestHeader::from_command(cmd)?;
     let queue = queue_key(rmq, ch, cmd, &h.topic, h.queue_id)?;
-    let min = rmq.node.heads.min_offset(&queue);
-    let ts = if rmq.node.heads.max_offset(&queue) > min {
+    let (min, max) = rmq.node.bounds(&queue);
+    let ts = if max > min {
         rmq.node
             .reader
             .store_time_at(&queue, min)
