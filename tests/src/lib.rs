@@ -14,7 +14,15 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
+use bytes::Bytes;
 use serde_json::Value;
+use stratus_compat::RequestCode;
+use stratus_compat::command::RemotingCommand;
+use stratus_compat::message::properties::{Properties, keys};
+use stratus_compat::request::pull::{
+    PULL_FLAG_SUBSCRIPTION, PULL_FLAG_SUSPEND, PullMessageRequestHeader,
+};
+use stratus_compat::request::send::SendMessageRequestHeader;
 
 /// The workspace root.
 pub fn workspace_root() -> PathBuf {
@@ -790,4 +798,62 @@ fn xml_unescape(s: &str) -> String {
         .replace("&#39;", "'")
         .replace("&apos;", "'")
         .replace("&amp;", "&")
+}
+
+/// SEND_MESSAGE_V2 of `body` to queue 0 of `topic` on the broker named `broker`
+/// (`broker-<n>`), with KEYS = `key` and UNIQ_KEY = `UNIQ-<key>`.
+pub fn send_to_queue0(
+    topic: &str,
+    broker: &str,
+    key: &str,
+    body: impl Into<Bytes>,
+) -> RemotingCommand {
+    let mut props = Properties::default();
+    props.insert(keys::KEYS, key);
+    props.insert(keys::UNIQ_KEY, &format!("UNIQ-{key}"));
+    let mut cmd = RemotingCommand::request(RequestCode::SendMessageV2.to_i32(), 0);
+    SendMessageRequestHeader {
+        producer_group: "pg".into(),
+        topic: topic.into(),
+        default_topic: "TBW102".into(),
+        default_topic_queue_nums: 4,
+        queue_id: 0,
+        born_timestamp: now_ms(),
+        properties: Some(props.encode()),
+        broker_name: Some(broker.into()),
+        ..Default::default()
+    }
+    .write_v2(&mut cmd);
+    cmd.body = body.into();
+    cmd
+}
+
+/// PULL_MESSAGE for `group` of up to 32 messages of queue 0 of `topic` on the broker named
+/// `broker`, from `offset`, subscribing `*`; held up to `suspend_ms` when it is positive.
+pub fn pull_queue0(
+    group: &str,
+    topic: &str,
+    broker: &str,
+    offset: i64,
+    suspend_ms: i64,
+) -> RemotingCommand {
+    let suspend = if suspend_ms > 0 { PULL_FLAG_SUSPEND } else { 0 };
+    let mut cmd = RemotingCommand::request(RequestCode::PullMessage.to_i32(), 0);
+    PullMessageRequestHeader {
+        consumer_group: group.into(),
+        topic: topic.into(),
+        queue_id: 0,
+        queue_offset: offset,
+        max_msg_nums: 32,
+        sys_flag: PULL_FLAG_SUBSCRIPTION | suspend,
+        commit_offset: 0,
+        suspend_timeout_millis: suspend_ms,
+        subscription: Some("*".into()),
+        sub_version: 0,
+        expression_type: Some("TAG".into()),
+        max_msg_bytes: None,
+        broker_name: Some(broker.into()),
+    }
+    .write_to(&mut cmd);
+    cmd
 }

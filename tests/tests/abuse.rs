@@ -14,14 +14,11 @@ use std::time::{Duration, Instant};
 use bytes::{Bytes, BytesMut};
 use stratus_compat::client::RemotingClient;
 use stratus_compat::command::RemotingCommand;
-use stratus_compat::message::properties::{Properties, keys};
-use stratus_compat::request::pull::{
-    PULL_FLAG_SUBSCRIPTION, PULL_FLAG_SUSPEND, PullMessageRequestHeader, PullMessageResponseHeader,
-};
+use stratus_compat::request::pull::PullMessageResponseHeader;
 use stratus_compat::request::route::GetRouteInfoRequestHeader;
-use stratus_compat::request::send::{SendMessageRequestHeader, SendMessageResponseHeader};
+use stratus_compat::request::send::SendMessageResponseHeader;
 use stratus_compat::{RequestCode, ResponseCode};
-use stratus_tests::{Node, scrape_metrics};
+use stratus_tests::{Node, pull_queue0, scrape_metrics, send_to_queue0};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -38,54 +35,16 @@ fn route_cmd(topic: &str) -> RemotingCommand {
     cmd
 }
 
-fn send_cmd(topic: &str, key: &str) -> RemotingCommand {
-    let mut p = Properties::default();
-    p.insert(keys::KEYS, key);
-    p.insert(keys::UNIQ_KEY, &format!("UNIQ{key}"));
-    let mut cmd = RemotingCommand::request(RequestCode::SendMessageV2.to_i32(), 0);
-    SendMessageRequestHeader {
-        producer_group: "pg".into(),
-        topic: topic.into(),
-        default_topic: "TBW102".into(),
-        default_topic_queue_nums: 4,
-        queue_id: 0,
-        sys_flag: 0,
-        born_timestamp: 1_700_000_000_000,
-        flag: 0,
-        properties: Some(p.encode()),
-        broker_name: Some("broker-0".into()),
-        ..Default::default()
-    }
-    .write_v2(&mut cmd);
-    cmd.body = Bytes::from_static(b"well-behaved");
-    cmd
-}
-
-fn pull_cmd(topic: &str, offset: i64, suspend_ms: i64) -> RemotingCommand {
-    let mut cmd = RemotingCommand::request(RequestCode::PullMessage.to_i32(), 0);
-    PullMessageRequestHeader {
-        consumer_group: "cg".into(),
-        topic: topic.into(),
-        queue_id: 0,
-        queue_offset: offset,
-        max_msg_nums: 32,
-        sys_flag: PULL_FLAG_SUBSCRIPTION | if suspend_ms > 0 { PULL_FLAG_SUSPEND } else { 0 },
-        commit_offset: 0,
-        suspend_timeout_millis: suspend_ms,
-        subscription: Some("*".into()),
-        sub_version: 0,
-        expression_type: Some("TAG".into()),
-        max_msg_bytes: None,
-        broker_name: Some("broker-0".into()),
-    }
-    .write_to(&mut cmd);
-    cmd
-}
-
 /// One send and one pull of what it stored, each timed; panics unless both succeed.
 async fn send_and_pull(c: &RemotingClient, topic: &str, key: &str) -> (Duration, Duration) {
     let t0 = Instant::now();
-    let r = c.invoke(send_cmd(topic, key), T).await.expect("send");
+    let r = c
+        .invoke(
+            send_to_queue0(topic, "broker-0", key, &b"well-behaved"[..]),
+            T,
+        )
+        .await
+        .expect("send");
     let send = t0.elapsed();
     assert_eq!(
         r.code,
@@ -97,7 +56,10 @@ async fn send_and_pull(c: &RemotingClient, topic: &str, key: &str) -> (Duration,
         .expect("send header")
         .queue_offset;
     let t1 = Instant::now();
-    let r = c.invoke(pull_cmd(topic, offset, 0), T).await.expect("pull");
+    let r = c
+        .invoke(pull_queue0("cg", topic, "broker-0", offset, 0), T)
+        .await
+        .expect("pull");
     let pull = t1.elapsed();
     assert_eq!(
         r.code,
@@ -374,7 +336,13 @@ async fn a_bad_frame_closes_the_connection_at_once_despite_a_parked_pull() {
     let dir = tempfile::tempdir().unwrap();
     let node = Node::start(dir.path()).unwrap();
     let c = Arc::new(RemotingClient::connect(node.broker).await.unwrap());
-    let r = c.invoke(send_cmd("BadFrame", "one"), T).await.unwrap();
+    let r = c
+        .invoke(
+            send_to_queue0("BadFrame", "broker-0", "one", &b"well-behaved"[..]),
+            T,
+        )
+        .await
+        .unwrap();
     let next = SendMessageResponseHeader::from_command(&r)
         .unwrap()
         .queue_offset
@@ -383,8 +351,11 @@ async fn a_bad_frame_closes_the_connection_at_once_despite_a_parked_pull() {
     let pulling = {
         let c = c.clone();
         tokio::spawn(async move {
-            c.invoke(pull_cmd("BadFrame", next, 20_000), Duration::from_secs(30))
-                .await
+            c.invoke(
+                pull_queue0("cg", "BadFrame", "broker-0", next, 20_000),
+                Duration::from_secs(30),
+            )
+            .await
         })
     };
     let deadline = Instant::now() + Duration::from_secs(5);

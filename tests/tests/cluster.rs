@@ -453,26 +453,8 @@ fn three_nodes_survive_a_kill_and_take_in_a_fourth_with_java_clients() {
 
 /// One SEND_MESSAGE_V2 to `addr` for queue 0 of `topic` on shard `broker-0`.
 async fn send_one(addr: SocketAddr, topic: &str, key: &str) -> RemotingCommand {
-    use stratus_compat::message::properties::{Properties, keys};
-    use stratus_compat::request::send::SendMessageRequestHeader;
     let client = RemotingClient::connect(addr).await.unwrap();
-    let mut props = Properties::default();
-    props.insert(keys::KEYS, key);
-    props.insert(keys::UNIQ_KEY, &format!("UNIQ-{key}"));
-    let mut cmd = RemotingCommand::request(RequestCode::SendMessageV2.to_i32(), 0);
-    SendMessageRequestHeader {
-        producer_group: "pg".into(),
-        topic: topic.into(),
-        default_topic: "TBW102".into(),
-        default_topic_queue_nums: 4,
-        queue_id: 0,
-        born_timestamp: 1_700_000_000_000,
-        properties: Some(props.encode()),
-        broker_name: Some("broker-0".into()),
-        ..Default::default()
-    }
-    .write_v2(&mut cmd);
-    cmd.body = bytes::Bytes::from_static(b"fenced?");
+    let cmd = stratus_tests::send_to_queue0(topic, "broker-0", key, &b"fenced?"[..]);
     client.invoke(cmd, Duration::from_secs(30)).await.unwrap()
 }
 

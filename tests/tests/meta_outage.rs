@@ -25,19 +25,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use stratus_compat::client::RemotingClient;
 use stratus_compat::command::RemotingCommand;
-use stratus_compat::message::properties::{Properties, keys};
 use stratus_compat::message::record::MessageExt;
-use stratus_compat::request::pull::{
-    PULL_FLAG_SUBSCRIPTION, PullMessageRequestHeader, PullMessageResponseHeader,
-};
+use stratus_compat::request::pull::PullMessageResponseHeader;
 use stratus_compat::request::route::TopicRouteData;
-use stratus_compat::request::send::SendMessageRequestHeader;
 use stratus_compat::{RequestCode, ResponseCode};
 use stratus_meta::ShardLease;
-use stratus_tests::{Node, free_port, free_port_range, now_ms, workspace_root};
+use stratus_tests::{
+    Node, free_port, free_port_range, now_ms, pull_queue0, send_to_queue0, workspace_root,
+};
 
 const SHARDS: u16 = 6;
 const TOPIC: &str = "OutageT";
@@ -163,27 +160,6 @@ fn owners_and_epochs(leases: &[ShardLease]) -> BTreeMap<u32, (String, i64)> {
         .collect()
 }
 
-fn send_command(shard: u16, body: &str) -> RemotingCommand {
-    let mut props = Properties::default();
-    props.insert(keys::KEYS, body);
-    props.insert(keys::UNIQ_KEY, &format!("UNIQ-{body}"));
-    let mut cmd = RemotingCommand::request(RequestCode::SendMessageV2.to_i32(), 0);
-    SendMessageRequestHeader {
-        producer_group: "OutagePG".into(),
-        topic: TOPIC.into(),
-        default_topic: "TBW102".into(),
-        default_topic_queue_nums: 4,
-        queue_id: 0,
-        born_timestamp: now_ms(),
-        properties: Some(props.encode()),
-        broker_name: Some(shard_name(shard)),
-        ..Default::default()
-    }
-    .write_v2(&mut cmd);
-    cmd.body = Bytes::from(body.to_owned());
-    cmd
-}
-
 async fn connect(addr: &str) -> Option<RemotingClient> {
     let addr: SocketAddr = addr.parse().ok()?;
     tokio::time::timeout(Duration::from_secs(1), RemotingClient::connect(addr))
@@ -220,7 +196,10 @@ async fn produce(
         let start_ms = now_ms();
         let result = match &client {
             Some((_, c)) => c
-                .invoke(send_command(shard, &body), CALL_TIMEOUT)
+                .invoke(
+                    send_to_queue0(TOPIC, &shard_name(shard), &body, body.clone()),
+                    CALL_TIMEOUT,
+                )
                 .await
                 .map_err(|e| format!("{e}")),
             None => Err(format!("cannot connect to {addr}")),
@@ -318,23 +297,7 @@ async fn pull_bodies(addr: &str, shard: u16) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     let mut offset = 0;
     for _ in 0..10_000 {
-        let mut cmd = RemotingCommand::request(RequestCode::PullMessage.to_i32(), 0);
-        PullMessageRequestHeader {
-            consumer_group: "OutageCG".into(),
-            topic: TOPIC.into(),
-            queue_id: 0,
-            queue_offset: offset,
-            max_msg_nums: 32,
-            sys_flag: PULL_FLAG_SUBSCRIPTION,
-            commit_offset: 0,
-            suspend_timeout_millis: 0,
-            subscription: Some("*".into()),
-            sub_version: 0,
-            expression_type: Some("TAG".into()),
-            max_msg_bytes: None,
-            broker_name: Some(shard_name(shard)),
-        }
-        .write_to(&mut cmd);
+        let cmd = pull_queue0("OutageCG", TOPIC, &shard_name(shard), offset, 0);
         let resp = client
             .invoke(cmd, Duration::from_secs(10))
             .await
