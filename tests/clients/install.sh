@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build / install the real-client test programs.
-#   install.sh [java49|java5|go|python|cpp|rust|all]...   (default: all)
+#   install.sh [java49|java5|go|python|cpp|rust|mqadmin|all]...   (default: all)
 # Idempotent: a client whose outputs are newer than its sources is skipped.
 # Needs Java 17 + Maven, Go, Python 3 and Rust preinstalled; everything else comes
 # from Maven Central, the Go module proxy, PyPI and crates.io.
@@ -81,13 +81,15 @@ for t in "${targets[@]}"; do
     go) timed go build_go ;;
     python|cpp) timed python build_python ;;
     rust) timed rust build_rust ;;
+    mqadmin) timed mqadmin bash "$here/mqadmin.sh" install ;;
     all)
       timed java49 build_java java49
       timed java5 build_java java5
       timed go build_go
       timed python build_python
       timed rust build_rust
+      timed mqadmin bash "$here/mqadmin.sh" install
       ;;
-    *) echo "unknown client $t (java49, java5, go, python|cpp, rust, all)" >&2; exit 64 ;;
+    *) echo "unknown client $t (java49, java5, go, python|cpp, rust, mqadmin, all)" >&2; exit 64 ;;
   esac
 done

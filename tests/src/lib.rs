@@ -383,6 +383,38 @@ pub fn clients_required() -> bool {
     std::env::var("STRATUS_REQUIRE_CLIENTS").is_ok_and(|v| v == "1")
 }
 
+/// Whether the real `mqadmin` of `version` is installed (`tests/clients/mqadmin.sh install`).
+pub fn mqadmin_installed(version: &str) -> bool {
+    workspace_root()
+        .join("tests/clients/mqadmin")
+        .join(version)
+        .join("lib/.done")
+        .exists()
+}
+
+/// Runs one real `mqadmin` command (rocketmq-tools `version`) against the name server
+/// `namesrv` and returns its stdout and stderr together. mqadmin exits 0 even when the
+/// command failed, so callers check the text. `None` when that version is not installed
+/// and clients are not required (`STRATUS_REQUIRE_CLIENTS`).
+pub fn mqadmin(version: &str, namesrv: &str, command: &[&str]) -> anyhow::Result<Option<String>> {
+    if !mqadmin_installed(version) {
+        anyhow::ensure!(
+            !clients_required(),
+            "mqadmin {version} is required but not installed (tests/clients/mqadmin.sh install)"
+        );
+        eprintln!("skipping: mqadmin {version} not installed (tests/clients/mqadmin.sh install)");
+        return Ok(None);
+    }
+    let script = workspace_root().join("tests/clients/mqadmin.sh");
+    let mut cmd = Command::new("bash");
+    cmd.arg(script).arg(version).arg(command[0]);
+    cmd.args(&command[1..]).arg("-n").arg(namesrv);
+    let out = cmd.output()?;
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    Ok(Some(text))
+}
+
 static NEXT_RUN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// A client program run in the background, its stdout parsed line by line.
