@@ -70,6 +70,8 @@ code_enum!(
         UpdateAndCreateTopic = 17 => "UPDATE_AND_CREATE_TOPIC",
         /// 21
         GetAllTopicConfig = 21 => "GET_ALL_TOPIC_CONFIG",
+        /// 25
+        UpdateBrokerConfig = 25 => "UPDATE_BROKER_CONFIG",
         /// 26
         GetBrokerConfig = 26 => "GET_BROKER_CONFIG",
         /// 28
@@ -132,6 +134,8 @@ code_enum!(
         GetConsumerConnectionList = 203 => "GET_CONSUMER_CONNECTION_LIST",
         /// 204
         GetProducerConnectionList = 204 => "GET_PRODUCER_CONNECTION_LIST",
+        /// 205
+        WipeWritePermOfBroker = 205 => "WIPE_WRITE_PERM_OF_BROKER",
         /// 206
         GetAllTopicListFromNameserver = 206 => "GET_ALL_TOPIC_LIST_FROM_NAMESERVER",
         /// 207
@@ -142,24 +146,60 @@ code_enum!(
         DeleteTopicInBroker = 215 => "DELETE_TOPIC_IN_BROKER",
         /// 216
         DeleteTopicInNamesrv = 216 => "DELETE_TOPIC_IN_NAMESRV",
+        /// 219
+        GetKvlistByNamespace = 219 => "GET_KVLIST_BY_NAMESPACE",
+        /// 220
+        ResetConsumerClientOffset = 220 => "RESET_CONSUMER_CLIENT_OFFSET",
+        /// 221
+        GetConsumerStatusFromClient = 221 => "GET_CONSUMER_STATUS_FROM_CLIENT",
+        /// 222
+        InvokeBrokerToResetOffset = 222 => "INVOKE_BROKER_TO_RESET_OFFSET",
+        /// 223
+        InvokeBrokerToGetConsumerStatus = 223 => "INVOKE_BROKER_TO_GET_CONSUMER_STATUS",
         /// 224
         GetTopicsByCluster = 224 => "GET_TOPICS_BY_CLUSTER",
         /// 300
         QueryTopicConsumeByWho = 300 => "QUERY_TOPIC_CONSUME_BY_WHO",
+        /// 303
+        QueryConsumeTimeSpan = 303 => "QUERY_CONSUME_TIME_SPAN",
         /// 304
         GetSystemTopicListFromNs = 304 => "GET_SYSTEM_TOPIC_LIST_FROM_NS",
+        /// 305
+        GetSystemTopicListFromBroker = 305 => "GET_SYSTEM_TOPIC_LIST_FROM_BROKER",
         /// 307
         GetConsumerRunningInfo = 307 => "GET_CONSUMER_RUNNING_INFO",
         /// 309
         ConsumeMessageDirectly = 309 => "CONSUME_MESSAGE_DIRECTLY",
         /// 310
         SendMessageV2 = 310 => "SEND_MESSAGE_V2",
+        /// 314
+        CloneGroupOffset = 314 => "CLONE_GROUP_OFFSET",
+        /// 315
+        ViewBrokerStatsData = 315 => "VIEW_BROKER_STATS_DATA",
+        /// 317
+        GetBrokerConsumeStats = 317 => "GET_BROKER_CONSUME_STATS",
+        /// 318
+        UpdateNamesrvConfig = 318 => "UPDATE_NAMESRV_CONFIG",
+        /// 319
+        GetNamesrvConfig = 319 => "GET_NAMESRV_CONFIG",
         /// 320
         SendBatchMessage = 320 => "SEND_BATCH_MESSAGE",
+        /// 324
+        SendReplyMessage = 324 => "SEND_REPLY_MESSAGE",
+        /// 325
+        SendReplyMessageV2 = 325 => "SEND_REPLY_MESSAGE_V2",
+        /// 326
+        PushReplyMessageToClient = 326 => "PUSH_REPLY_MESSAGE_TO_CLIENT",
+        /// 327
+        AddWritePermOfBroker = 327 => "ADD_WRITE_PERM_OF_BROKER",
+        /// 328
+        GetAllProducerInfo = 328 => "GET_ALL_PRODUCER_INFO",
         /// 343
         QueryTopicsByConsumer = 343 => "QUERY_TOPICS_BY_CONSUMER",
         /// 351
         GetTopicConfig = 351 => "GET_TOPIC_CONFIG",
+        /// 352
+        GetSubscriptionGroupConfig = 352 => "GET_SUBSCRIPTIONGROUP_CONFIG",
         /// 361
         LitePullMessage = 361 => "LITE_PULL_MESSAGE",
     }
