@@ -337,21 +337,26 @@ pub struct NodeSettings {
 pub struct ListenSettings {
     /// Name-server port; it also answers broker requests.
     pub namesrv_addr: SocketAddr,
-    /// First broker port: shard `s` is served on this port + `s` while this node owns it
+    /// First broker port: shard `s` is served on this port + 3·`s` while this node owns it
     /// (bound when taken, closed when given up). Broker ports answer name-server requests too.
     pub broker_addr: SocketAddr,
     /// `host:port` clients are told to dial for this node's first broker port (shard `s`:
-    /// port + `s`; used in routes and message ids); defaults to `broker_addr`.
+    /// port + 3·`s`; used in routes and message ids); defaults to `broker_addr`.
     pub advertised_addr: Option<String>,
+    /// Also serve each shard on its port − 2: the VIP channel that the Dashboard (on by
+    /// default) and Java clients up to 4.4 dial (`vipChannelEnabled`, `isVIPChannel`).
+    pub vip_channel: bool,
 }
 
 /// RocketMQ broker behaviour.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct BrokerSettings {
-    /// Create unknown topics on route lookup and on send (`autoCreateTopicEnable`).
+    /// Create an unknown topic on its first send, from `TBW102`, whose route is published
+    /// only while this is on (`autoCreateTopicEnable`). Route lookups never create a topic.
     pub auto_create_topic: bool,
-    /// Queues of an auto-created topic and of `TBW102` (`defaultTopicQueueNums`).
+    /// Queues of `TBW102` (`defaultTopicQueueNums`); a topic created by a send gets
+    /// min(the queues the producer asks for, this).
     pub default_topic_queue_nums: i32,
     /// Largest message body, and largest batch body (`maxMessageSize`).
     pub max_message_size: ByteSize,
@@ -488,6 +493,7 @@ impl Default for ListenSettings {
             namesrv_addr: SocketAddr::from(([127, 0, 0, 1], 9876)),
             broker_addr: SocketAddr::from(([127, 0, 0, 1], 10911)),
             advertised_addr: None,
+            vip_channel: true,
         }
     }
 }
@@ -613,10 +619,17 @@ impl Settings {
             return bad("node.shards", "must be between 1 and 4096");
         }
         let port = u32::from(self.listen.broker_addr.port());
-        if port == 0 || port + self.node.shards - 1 > 65535 {
+        let last = port + crate::node::shards::SHARD_PORT_STRIDE * (self.node.shards - 1);
+        if port == 0 || last > 65535 {
             return bad(
                 "listen.broker_addr",
-                "port must be non-zero and leave room for one port per shard (port + shards - 1 <= 65535)",
+                "port must be non-zero and leave room for every shard's port (port + 3 * (shards - 1) <= 65535)",
+            );
+        }
+        if self.listen.vip_channel && port < 3 {
+            return bad(
+                "listen.broker_addr",
+                "with listen.vip_channel the port must be at least 3 (port - 2 serves the VIP channel)",
             );
         }
         if self.node.id.is_empty()

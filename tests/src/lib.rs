@@ -69,6 +69,30 @@ pub fn free_port_range(n: u16) -> u16 {
     panic!("no {n} consecutive free ports");
 }
 
+/// Port of shard `shard` given a node's first broker port: shards are 3 apart, each also
+/// served on its port − 2 (the VIP channel).
+pub fn shard_port(base: u16, shard: u16) -> u16 {
+    base + 3 * shard
+}
+
+/// A first broker port for a node with `shards` shards whose every port (each shard's port
+/// and its VIP port, port − 2) is free on loopback.
+pub fn free_shard_base(shards: u16) -> u16 {
+    for _ in 0..200 {
+        let base = free_port();
+        if base < 3 || u32::from(base) + 3 * u32::from(shards) > 65535 {
+            continue;
+        }
+        let all_free = (0..shards)
+            .flat_map(|s| [shard_port(base, s), shard_port(base, s) - 2])
+            .all(|p| TcpListener::bind(("127.0.0.1", p)).is_ok());
+        if all_free {
+            return base;
+        }
+    }
+    panic!("no free ports for {shards} shards");
+}
+
 /// A free loopback port (bound then released).
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
@@ -179,7 +203,7 @@ impl Node {
         loop {
             attempt += 1;
             let namesrv: SocketAddr = format!("127.0.0.1:{}", free_port()).parse()?;
-            let broker: SocketAddr = format!("127.0.0.1:{}", free_port()).parse()?;
+            let broker: SocketAddr = format!("127.0.0.1:{}", free_shard_base(1)).parse()?;
             let mut node = Self {
                 child: None,
                 data_dir: data_dir.to_path_buf(),
@@ -830,6 +854,33 @@ fn xml_unescape(s: &str) -> String {
         .replace("&#39;", "'")
         .replace("&apos;", "'")
         .replace("&amp;", "&")
+}
+
+/// Creates (or updates) `topic` with `queues` read and write queues through
+/// UPDATE_AND_CREATE_TOPIC on the node at `addr` (any of its ports).
+pub async fn create_topic(addr: SocketAddr, topic: &str, queues: i32) -> anyhow::Result<()> {
+    let client = stratus_compat::client::RemotingClient::connect(addr).await?;
+    let mut cmd = RemotingCommand::request(RequestCode::UpdateAndCreateTopic.to_i32(), 0);
+    let queues = queues.to_string();
+    for (k, v) in [
+        ("topic", topic),
+        ("defaultTopic", "TBW102"),
+        ("readQueueNums", queues.as_str()),
+        ("writeQueueNums", queues.as_str()),
+        ("perm", "6"),
+        ("topicFilterType", "SINGLE_TAG"),
+        ("order", "false"),
+    ] {
+        cmd.put_ext(k, v);
+    }
+    let resp = client.invoke(cmd, Duration::from_secs(10)).await?;
+    anyhow::ensure!(
+        resp.code == 0,
+        "create topic {topic}: code {} {:?}",
+        resp.code,
+        resp.remark
+    );
+    Ok(())
 }
 
 /// SEND_MESSAGE_V2 of `body` to queue 0 of `topic` on the broker named `broker`

@@ -24,7 +24,8 @@ use stratus_compat::command::RemotingCommand;
 use stratus_compat::request::route::ClusterInfo;
 use stratus_compat::{RequestCode, ResponseCode};
 use stratus_tests::{
-    ClientRun, Node, args, client_installed, clients_required, free_port, free_port_range,
+    ClientRun, Node, args, client_installed, clients_required, free_port, free_shard_base,
+    shard_port,
 };
 
 const SHARDS: u16 = 6;
@@ -75,14 +76,14 @@ fn max_offset_code(addr: SocketAddr, topic: &str, bname: &str) -> i32 {
     })
 }
 
-/// Which node serves each shard, by first broker port (shard s at base + s).
+/// Which node serves each shard, by first broker port (shard s at base + 3s).
 fn owners(namesrv: SocketAddr, bases: &BTreeMap<&str, u16>) -> BTreeMap<String, &'static str> {
     let mut out = BTreeMap::new();
     for (name, addr) in routes(namesrv) {
         let port: u16 = addr.rsplit_once(':').unwrap().1.parse().unwrap();
         let shard: u16 = name.strip_prefix("broker-").unwrap().parse().unwrap();
         for (node, base) in bases {
-            if port == base + shard {
+            if port == shard_port(*base, shard) {
                 let node: &'static str = Box::leak((*node).to_owned().into_boxed_str());
                 out.insert(name.clone(), node);
             }
@@ -176,7 +177,7 @@ fn three_nodes_survive_a_kill_and_take_in_a_fourth_with_java_clients() {
         .iter()
         .map(|n| {
             let ns: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-            (*n, (ns, free_port_range(SHARDS)))
+            (*n, (ns, free_shard_base(SHARDS)))
         })
         .collect();
     let bases: BTreeMap<&str, u16> = ports.iter().map(|(n, (_, b))| (*n, *b)).collect();
@@ -470,8 +471,8 @@ fn a_node_that_lost_its_lease_fails_its_waiting_sends_instead_of_acknowledging()
     let objects = stratus_tests::cluster_object_store_url(dir);
     let ns_a: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
     let ns_b: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-    let base_a = free_port_range(1);
-    let base_b = free_port_range(1);
+    let base_a = free_shard_base(1);
+    let base_b = free_shard_base(1);
     let envs = |id: &'static str, linger: &'static str| {
         vec![
             ("STRATUS_NODE__ID", id.to_owned()),
@@ -563,7 +564,7 @@ fn raising_the_shard_count_adds_brokers_to_every_route() {
     let meta = meta_url(dir);
     let objects = stratus_tests::cluster_object_store_url(dir);
     let ns: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-    let base = free_port_range(3);
+    let base = free_shard_base(3);
     let start = |shards: &str| {
         Node::start_member(
             &dir.join("n"),
@@ -621,7 +622,9 @@ fn raising_the_shard_count_adds_brokers_to_every_route() {
         BTreeSet::from(["broker-0", "broker-1", "broker-2"]),
         "the existing topic has queues on the new shard"
     );
-    let shard2: SocketAddr = format!("127.0.0.1:{}", base + 2).parse().unwrap();
+    let shard2: SocketAddr = format!("127.0.0.1:{}", shard_port(base, 2))
+        .parse()
+        .unwrap();
     let mut req = RemotingCommand::request(RequestCode::GetMaxOffset.to_i32(), 0);
     for (k, v) in [("topic", "GrowT"), ("queueId", "0"), ("bname", "broker-0")] {
         req.ext_fields.insert(k.to_owned(), v.to_owned());

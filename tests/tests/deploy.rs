@@ -140,7 +140,8 @@ fn dockerfile_runs_the_binary_with_a_valid_command_and_exposes_every_port() {
         .filter_map(|l| l.strip_prefix("EXPOSE "))
         .flat_map(|l| l.split_whitespace().map(|p| p.parse::<u16>().unwrap()))
         .collect();
-    for port in [9876, 5557].into_iter().chain(10911..10917) {
+    let shards = (0..6).flat_map(|s| [10911 + 3 * s, 10909 + 3 * s]);
+    for port in [9876, 5557].into_iter().chain(shards) {
         assert!(exposed.contains(&port), "port {port} exposed");
     }
 }
@@ -203,11 +204,12 @@ fn compose_runs_three_nodes_on_minio_and_postgres_with_valid_settings() {
         let advertised = toml_value(&cfg, "listen.advertised_addr");
         let adv_port: u16 = advertised.rsplit_once(':').unwrap().1.parse().unwrap();
         let ranges = strings(&svc["ports"]);
+        // Shard s on port + 3s, its VIP channel 2 below: one range from the first VIP port.
         let wanted = format!(
-            "{}-{}:10911-{}",
-            adv_port,
-            adv_port + shards - 1,
-            10911 + shards - 1
+            "{}-{}:10909-{}",
+            adv_port - 2,
+            adv_port + 3 * (shards - 1),
+            10911 + 3 * (shards - 1)
         );
         assert!(
             ranges.contains(&wanted),
@@ -293,7 +295,8 @@ fn kubernetes_runs_a_stateless_deployment_with_valid_settings() {
         .collect();
     assert!(ports.contains(&9876), "name-server port");
     for s in 0..u64::from(shards) {
-        assert!(ports.contains(&(10911 + s)), "port of shard {s}");
+        assert!(ports.contains(&(10911 + 3 * s)), "port of shard {s}");
+        assert!(ports.contains(&(10909 + 3 * s)), "VIP port of shard {s}");
     }
     let service = kind_of("Service").unwrap();
     assert_eq!(service["spec"]["ports"][0]["port"].as_u64(), Some(9876));

@@ -33,7 +33,7 @@ use stratus_compat::request::route::TopicRouteData;
 use stratus_compat::{RequestCode, ResponseCode};
 use stratus_meta::ShardLease;
 use stratus_tests::{
-    Node, free_port, free_port_range, now_ms, pull_queue0, send_to_queue0, workspace_root,
+    Node, free_port, free_shard_base, now_ms, pull_queue0, send_to_queue0, workspace_root,
 };
 
 const SHARDS: u16 = 6;
@@ -390,7 +390,7 @@ fn a_short_postgres_outage_moves_no_shard_and_keeps_routes_answered() {
     let mut bases = BTreeMap::new();
     for n in names {
         let ns: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-        let base = free_port_range(SHARDS);
+        let base = free_shard_base(SHARDS);
         let id = format!("node-{n}");
         nodes.push(
             Node::start_member(
@@ -423,6 +423,9 @@ fn a_short_postgres_outage_moves_no_shard_and_keeps_routes_answered() {
         per.len() == 3 && per.values().all(|&c| c == 2)
     });
 
+    // Route lookups answer only for topics that exist (as the reference's name server).
+    rt.block_on(stratus_tests::create_topic(namesrvs[0], TOPIC, 1))
+        .unwrap();
     let routes = Arc::new(Mutex::new(BTreeMap::new()));
     let stop = Arc::new(AtomicBool::new(false));
     let sends = Arc::new(Mutex::new(Vec::new()));
@@ -438,7 +441,10 @@ fn a_short_postgres_outage_moves_no_shard_and_keeps_routes_answered() {
         .map(|l| {
             let base = bases[&l.owner.as_ref().unwrap().0];
             let shard = u16::try_from(l.shard.0).unwrap();
-            (shard_name(shard), format!("127.0.0.1:{}", base + shard))
+            (
+                shard_name(shard),
+                format!("127.0.0.1:{}", stratus_tests::shard_port(base, shard)),
+            )
         })
         .collect();
     // Every name server publishes every shard at the owner meta names.

@@ -144,13 +144,23 @@ async fn routes_sends_and_pulls_round_trip_every_byte() {
     let node = Node::start(dir.path()).unwrap();
     let c = connect(node.namesrv).await;
 
-    // Route lookup auto-creates a topic with the default queue count on shard broker-0.
+    // As the reference's name server: an unknown topic has no route even with auto-create
+    // on, and the lookup creates nothing; the default topic's route is what a producer
+    // falls back to (perm 7: inheritable).
     let r = route(&c, "RoundTrip").await;
+    assert_eq!(
+        r.code,
+        ResponseCode::TopicNotExist.to_i32(),
+        "{:?}",
+        r.remark
+    );
+    let r = route(&c, "TBW102").await;
     assert_eq!(r.code, 0, "{:?}", r.remark);
     let data: TopicRouteData = serde_json::from_slice(&r.body).unwrap();
     assert_eq!(data.queue_datas.len(), 1);
     assert_eq!(data.queue_datas[0].broker_name, "broker-0");
     assert_eq!(data.queue_datas[0].write_queue_nums, 8);
+    assert_eq!(data.queue_datas[0].perm, 7);
     assert_eq!(
         data.broker_datas[0].broker_addrs["0"],
         node.broker.to_string()
@@ -191,6 +201,13 @@ async fn routes_sends_and_pulls_round_trip_every_byte() {
         assert_eq!(host, node.broker);
         sent.push((body, handle));
     }
+
+    // The first send created the topic from TBW102 with min(4 asked, 8) queues.
+    let r = route(&c, "RoundTrip").await;
+    assert_eq!(r.code, 0, "{:?}", r.remark);
+    let data: TopicRouteData = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(data.queue_datas[0].write_queue_nums, 4);
+    assert_eq!(data.queue_datas[0].perm, 6);
 
     let msgs = pull_all(&b, "RoundTrip", 2).await;
     assert_eq!(msgs.len(), 5);
@@ -398,6 +415,9 @@ async fn consumer_offsets_and_registry_follow_the_reference() {
         .write_to(&mut q);
         q
     };
+    stratus_tests::create_topic(node.broker, "Offsets", 8)
+        .await
+        .unwrap();
     assert_eq!(route(&b, "Offsets").await.code, 0);
     assert_eq!(
         b.invoke(query("Offsets"), T).await.unwrap().code,

@@ -3,9 +3,12 @@
 //!
 //! Each shard is a logical broker. RocketMQ clients address a broker by its address and
 //! most requests carry no broker name, so every shard gets a port of its own: shard `s` is
-//! served on the node's first broker port + `s` (and advertised likewise). A node binds a
-//! shard's port when it takes the shard and closes it, with the connections accepted on it,
-//! when it gives the shard up, so clients of a moved shard reconnect and refresh routes.
+//! served on the node's first broker port + 3·`s` (and advertised likewise). The ports are
+//! three apart because RocketMQ clients with the VIP channel on (the Dashboard by default)
+//! dial a broker's port − 2: that port serves the same shard (`listen.vip_channel`), and
+//! with consecutive ports it would be another shard's. A node binds a shard's ports when it
+//! takes the shard and closes them, with the connections accepted on them, when it gives
+//! the shard up, so clients of a moved shard reconnect and refresh routes.
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
@@ -29,9 +32,22 @@ pub(crate) fn parse_shard_name(name: &str) -> Option<ShardId> {
     name.strip_prefix("broker-")?.parse().ok().map(ShardId)
 }
 
+/// Distance between the ports of consecutive shards: a shard's port and its VIP port
+/// (port − 2) are never another shard's.
+pub(crate) const SHARD_PORT_STRIDE: u32 = 3;
+
+/// How far below a broker port its VIP channel is (`MixAll.brokerVIPChannel`).
+pub(crate) const VIP_PORT_OFFSET: u16 = 2;
+
 /// Port of `shard` given the first broker port; `None` past 65535.
 pub(crate) fn shard_port(base: u16, shard: ShardId) -> Option<u16> {
-    u16::try_from(u32::from(base).checked_add(shard.0)?).ok()
+    let offset = shard.0.checked_mul(SHARD_PORT_STRIDE)?;
+    u16::try_from(u32::from(base).checked_add(offset)?).ok()
+}
+
+/// The VIP-channel port of a broker port; `None` below 2.
+pub(crate) fn vip_port(port: u16) -> Option<u16> {
+    port.checked_sub(VIP_PORT_OFFSET)
 }
 
 /// `host:port` of `shard` given a node's advertised first broker address (`host:port`).
@@ -189,12 +205,22 @@ mod tests {
     #[test]
     fn shard_ports_and_addresses() {
         assert_eq!(shard_port(10911, ShardId(0)), Some(10911));
-        assert_eq!(shard_port(10911, ShardId(3)), Some(10914));
-        assert_eq!(shard_port(65535, ShardId(1)), None);
+        assert_eq!(shard_port(10911, ShardId(3)), Some(10920));
+        assert_eq!(shard_port(65534, ShardId(1)), None);
+        assert_eq!(shard_port(10911, ShardId(u32::MAX)), None);
         assert_eq!(
             shard_addr("10.0.0.5:10911", ShardId(2)).as_deref(),
-            Some("10.0.0.5:10913")
+            Some("10.0.0.5:10917")
         );
+        // No shard's VIP port is another shard's port or VIP port.
+        let mut seen = std::collections::BTreeSet::new();
+        for s in 0..100 {
+            let port = shard_port(10911, ShardId(s)).unwrap();
+            assert!(seen.insert(port));
+            assert!(seen.insert(vip_port(port).unwrap()));
+        }
+        assert_eq!(vip_port(10911), Some(10909));
+        assert_eq!(vip_port(1), None);
         assert_eq!(
             shard_addr("node-a.stratus:20000", ShardId(0)).as_deref(),
             Some("node-a.stratus:20000")

@@ -11,7 +11,9 @@ use parking_lot::RwLock;
 use stratus_compat::types::Topic;
 use stratus_meta::{MetaStore, TopicConfig};
 
-use stratus_compat::topic::{PERM_INHERIT, PERM_READ, PERM_WRITE, TBW102, is_retry_or_dlq};
+use stratus_compat::topic::{
+    PERM_INHERIT, PERM_READ, PERM_WRITE, RETRY_PREFIX, TBW102, is_retry_or_dlq,
+};
 
 use crate::error::Result;
 
@@ -22,7 +24,6 @@ pub(crate) use stratus_compat::topic::{is_not_sendable, is_system_topic, validat
 pub(crate) struct TopicTable {
     meta: Arc<dyn MetaStore>,
     topics: RwLock<HashMap<Topic, TopicConfig>>,
-    default_queue_nums: i32,
     auto_create: bool,
 }
 
@@ -50,7 +51,6 @@ impl TopicTable {
         let table = Self {
             meta: meta.clone(),
             topics: RwLock::new(HashMap::new()),
-            default_queue_nums,
             auto_create,
         };
         if auto_create {
@@ -114,37 +114,31 @@ impl TopicTable {
         Ok(stored)
     }
 
-    /// Route-lookup auto-creation: an unknown, valid topic gets the default queue count
-    /// (retry and dead-letter topics one queue, perm 6). `None` when auto-create is off or
-    /// the name is invalid.
-    pub(crate) async fn get_or_auto_create(&self, topic: &str) -> Result<Option<TopicConfig>> {
+    /// The topic a route lookup answers for: known here or in meta (another node may have
+    /// created it since the last refresh). A lookup never creates an ordinary topic, as the
+    /// reference's name server: producers fall back to the default topic's route and the
+    /// first send creates it ([`auto_create_on_send`](Self::auto_create_on_send)), so a
+    /// misspelled subscription or a deleted topic creates nothing. The one exception is a
+    /// group's retry topic (one queue, perm 6): the reference's broker creates it on the
+    /// group's first heartbeat, which a consumer's first lookup precedes by milliseconds.
+    pub(crate) async fn lookup(&self, topic: &str) -> Result<Option<TopicConfig>> {
         if let Some(t) = self.get(topic) {
             return Ok(Some(t));
         }
         if validate_name(topic).is_err() {
             return Ok(None);
         }
-        // Another node may have created it since the last refresh.
         if let Some(t) = self.meta.get_topic(&Topic::new(topic)).await? {
             self.topics.write().insert(t.topic.clone(), t.clone());
             return Ok(Some(t));
         }
-        if is_retry_or_dlq(topic) {
+        if topic.starts_with(RETRY_PREFIX) {
             return self
                 .create_if_absent(topic_config(topic, 1, PERM_READ | PERM_WRITE))
                 .await
                 .map(Some);
         }
-        if !self.auto_create || is_system_topic(topic) {
-            return Ok(None);
-        }
-        self.create_if_absent(topic_config(
-            topic,
-            self.default_queue_nums,
-            PERM_READ | PERM_WRITE,
-        ))
-        .await
-        .map(Some)
+        Ok(None)
     }
 
     /// Send-path auto-creation (`createTopicInSendMessageMethod`): from template

@@ -28,7 +28,7 @@ use stratus_meta::ShardId;
 use tokio_util::sync::CancellationToken;
 
 use crate::node::Node;
-use crate::node::shards::{BoundShard, ShardServer, shard_port};
+use crate::node::shards::{BoundShard, ShardServer, shard_port, vip_port};
 
 /// The RocketMQ front end's state over the node core.
 #[derive(Debug)]
@@ -69,7 +69,8 @@ impl Remoting {
 }
 
 impl ShardServer for Remoting {
-    /// Binds the first broker port + `shard`; `None` when that is the name-server port.
+    /// Binds the shard's port (`None` when that is the name-server port) and, with
+    /// `listen.vip_channel`, its VIP port (port − 2), both serving the shard.
     fn bind_shard(
         self: Arc<Self>,
         shard: ShardId,
@@ -83,20 +84,32 @@ impl ShardServer for Remoting {
             if addr == listen.namesrv_addr {
                 return Ok(None);
             }
-            let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| {
-                format!("listen.broker_addr: cannot bind {addr} for shard {shard}")
-            })?;
+            let bind = |addr: SocketAddr, what: &'static str| async move {
+                tokio::net::TcpListener::bind(addr).await.with_context(|| {
+                    format!("listen.broker_addr: cannot bind {addr} for shard {shard}{what}")
+                })
+            };
+            let listener = bind(addr, "").await?;
+            let vip = match vip_port(port) {
+                Some(vip) if listen.vip_channel => {
+                    let vip = SocketAddr::new(base.ip(), vip);
+                    Some(bind(vip, " (VIP channel, listen.vip_channel)").await?)
+                }
+                _ => None,
+            };
             let rmq = self.clone();
             let serve = Box::new(move |stop: CancellationToken| {
                 let node = rmq.node.clone();
-                node.tracker.spawn(net::listener::run(
-                    listener,
-                    rmq,
-                    net::listener::Serves {
-                        shard: Some(shard),
-                        stop,
-                    },
-                ));
+                for listener in std::iter::once(listener).chain(vip) {
+                    node.tracker.spawn(net::listener::run(
+                        listener,
+                        rmq.clone(),
+                        net::listener::Serves {
+                            shard: Some(shard),
+                            stop: stop.clone(),
+                        },
+                    ));
+                }
             });
             Ok(Some(BoundShard { addr, serve }))
         }

@@ -115,7 +115,7 @@ pub(crate) async fn get_route(
     cmd: &RemotingCommand,
 ) -> Result<RemotingCommand, GatewayError> {
     let header = GetRouteInfoRequestHeader::from_command(cmd)?;
-    let Some(topic) = rmq.node.topics.get_or_auto_create(&header.topic).await? else {
+    let Some(topic) = rmq.node.topics.lookup(&header.topic).await? else {
         return Ok(respond(
             ResponseCode::TopicNotExist,
             format!(

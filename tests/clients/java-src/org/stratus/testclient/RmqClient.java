@@ -209,7 +209,7 @@ public final class RmqClient {
         DefaultMQProducer producer = new DefaultMQProducer(group);
         producer.setNamesrvAddr(namesrv);
         producer.setSendMsgTimeout(10000);
-        producer.setVipChannelEnabled(false);
+        producer.setVipChannelEnabled(Boolean.parseBoolean(opt(m, "vip", "false")));
         producer.setInstanceName("stratus-" + ProcessHandle.current().pid());
         producer.setPollNameServerInterval(Integer.parseInt(opt(m, "poll-namesrv-ms", "30000")));
         producer.start();
@@ -416,7 +416,7 @@ public final class RmqClient {
         TransactionMQProducer producer = new TransactionMQProducer(group);
         producer.setNamesrvAddr(namesrv);
         producer.setSendMsgTimeout(10000);
-        producer.setVipChannelEnabled(false);
+        producer.setVipChannelEnabled(Boolean.parseBoolean(opt(m, "vip", "false")));
         producer.setInstanceName("stratus-" + ProcessHandle.current().pid());
         producer.setTransactionListener(new TransactionListener() {
             @Override
@@ -576,7 +576,7 @@ public final class RmqClient {
 
         DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group);
         consumer.setNamesrvAddr(namesrv);
-        consumer.setVipChannelEnabled(false);
+        consumer.setVipChannelEnabled(Boolean.parseBoolean(opt(m, "vip", "false")));
         consumer.setPollNameServerInterval(Integer.parseInt(opt(m, "poll-namesrv-ms", "30000")));
         consumer.setInstanceName("stratus-" + ProcessHandle.current().pid());
         if (!model.equals("broadcasting") && !model.equals("clustering")) {
@@ -651,7 +651,7 @@ public final class RmqClient {
 
         DefaultLitePullConsumer consumer = new DefaultLitePullConsumer(group);
         consumer.setNamesrvAddr(namesrv);
-        consumer.setVipChannelEnabled(false);
+        consumer.setVipChannelEnabled(Boolean.parseBoolean(opt(m, "vip", "false")));
         consumer.setInstanceName("stratus-" + ProcessHandle.current().pid());
         consumer.setAutoCommit(false);
         consumer.setPollTimeoutMillis(1000);
