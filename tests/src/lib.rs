@@ -856,6 +856,35 @@ fn xml_unescape(s: &str) -> String {
         .replace("&amp;", "&")
 }
 
+/// The brokers as a name server's cluster info lists them: broker name → address (empty
+/// when the name server does not answer).
+pub fn cluster_routes(namesrv: SocketAddr) -> std::collections::BTreeMap<String, String> {
+    let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return std::collections::BTreeMap::new();
+    };
+    rt.block_on(async {
+        let Ok(client) = stratus_compat::client::RemotingClient::connect(namesrv).await else {
+            return std::collections::BTreeMap::new();
+        };
+        let req = RemotingCommand::request(RequestCode::GetBrokerClusterInfo.to_i32(), 0);
+        let Ok(resp) = client.invoke(req, Duration::from_secs(3)).await else {
+            return std::collections::BTreeMap::new();
+        };
+        let Ok(info) =
+            serde_json::from_slice::<stratus_compat::request::route::ClusterInfo>(&resp.body)
+        else {
+            return std::collections::BTreeMap::new();
+        };
+        info.broker_addr_table
+            .into_iter()
+            .filter_map(|(name, b)| Some((name, b.broker_addrs.get("0")?.clone())))
+            .collect()
+    })
+}
+
 /// Creates (or updates) `topic` with `queues` read and write queues through
 /// UPDATE_AND_CREATE_TOPIC on the node at `addr` (any of its ports).
 pub async fn create_topic(addr: SocketAddr, topic: &str, queues: i32) -> anyhow::Result<()> {

@@ -21,40 +21,15 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use stratus_compat::client::RemotingClient;
 use stratus_compat::command::RemotingCommand;
-use stratus_compat::request::route::ClusterInfo;
 use stratus_compat::{RequestCode, ResponseCode};
 use stratus_tests::{
-    ClientRun, Node, args, client_installed, clients_required, free_port, free_shard_base,
-    shard_port,
+    ClientRun, Node, args, client_installed, clients_required, cluster_routes as routes, free_port,
+    free_shard_base, shard_port,
 };
 
 const SHARDS: u16 = 6;
 const COUNT: u32 = 2000;
 const BODY: usize = 200;
-
-/// The route table as a name server answers it: broker name → address.
-fn routes(namesrv: SocketAddr) -> BTreeMap<String, String> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let Ok(client) = RemotingClient::connect(namesrv).await else {
-            return BTreeMap::new();
-        };
-        let req = RemotingCommand::request(RequestCode::GetBrokerClusterInfo.to_i32(), 0);
-        let Ok(resp) = client.invoke(req, Duration::from_secs(3)).await else {
-            return BTreeMap::new();
-        };
-        let Ok(info) = serde_json::from_slice::<ClusterInfo>(&resp.body) else {
-            return BTreeMap::new();
-        };
-        info.broker_addr_table
-            .into_iter()
-            .filter_map(|(name, b)| Some((name, b.broker_addrs.get("0")?.clone())))
-            .collect()
-    })
-}
 
 /// Answer code of GET_MAX_OFFSET for queue 0 of `topic` on shard `bname`, asked at `addr`.
 fn max_offset_code(addr: SocketAddr, topic: &str, bname: &str) -> i32 {

@@ -143,6 +143,9 @@ public final class RmqClient {
                 case "consume": rc = consume(m); break;
                 case "pull": rc = pull(m); break;
                 case "txn": rc = txn(m); break;
+                // Needs rocketmq-tools (the 5.x build only): looked up by name.
+                case "dashboard": rc = (Integer) Class.forName("org.stratus.testclient.DashboardReplay")
+                    .getDeclaredMethod("run", Map.class).invoke(null, m); break;
                 default: usage("unknown command " + args[0]); rc = 64;
             }
         } catch (IllegalArgumentException e) {
