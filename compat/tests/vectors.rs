@@ -1,13 +1,12 @@
 //! Golden vectors: frames captured from real clients (C++ 1.x, C++ 2.1, Rust 1.0) and the
-//! frames they accepted in reply, from the shared corpus (`shared/vectors`, see its README).
+//! frames they accepted in reply (`tests/vectors/`, see its README).
 //!
 //! Every `.bin` file must decode as exactly one frame and command with nothing left over, and
-//! agree with what the corpus's `index.md` files record for it (header values, lengths,
-//! decoded message records and batch entries). Specific facts from the index are checked per
-//! client, and every `Signature` in the corpus is re-computed.
+//! agree with what the folder's `expected.json` records for it (header values, lengths,
+//! decoded message records and batch entries). Specific facts are checked per client, and
+//! every `Signature` in the corpus is re-computed.
 //!
-//! The corpus is found through `STRATUS_VECTORS_DIR`, else `../../shared/vectors` relative to
-//! this crate; when it is absent the tests print a note and pass.
+//! `STRATUS_VECTORS_DIR` points the tests at another corpus of the same layout.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -32,26 +31,23 @@ const CLIENTS: [&str; 3] = ["cpp-1.x", "cpp-2.1", "rust-1.0"];
 fn vectors_dir() -> Option<PathBuf> {
     let dir = match std::env::var_os("STRATUS_VECTORS_DIR") {
         Some(d) => PathBuf::from(d),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/vectors"),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors"),
     };
-    if dir.join("README.md").is_file() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "note: golden vectors not found at {}; skipping",
-            dir.display()
-        );
-        None
-    }
+    assert!(
+        dir.join("README.md").is_file(),
+        "golden vectors not found at {}",
+        dir.display()
+    );
+    Some(dir)
 }
 
-/// One captured file: its bytes and what the index says about it.
+/// One captured file: its bytes and what `expected.json` says about it.
 #[derive(Debug)]
 struct Vector {
     client: &'static str,
     name: String,
     raw: Bytes,
-    /// The header as the index prints it.
+    /// The header as recorded.
     header: Value,
     /// The "- request …; serialize type …" line.
     meta: String,
@@ -70,58 +66,23 @@ impl Vector {
     }
 }
 
-/// Sections of an index.md: `#### \`file\`` headings, each with a header JSON block.
-fn parse_index(text: &str) -> BTreeMap<String, (Value, String, Option<String>, Option<String>)> {
-    let mut out = BTreeMap::new();
-    let lines: Vec<&str> = text.lines().collect();
-    let mut i = 0;
-    while i < lines.len() {
-        let Some(name) = lines[i]
-            .strip_prefix("#### `")
-            .and_then(|l| l.strip_suffix('`'))
-        else {
-            i += 1;
-            continue;
-        };
-        let start = i + 1;
-        let end = lines[start..]
-            .iter()
-            .position(|l| l.starts_with("#### ") || l.starts_with("### ") || l.starts_with("## "))
-            .map_or(lines.len(), |p| start + p);
-        let section = &lines[start..end];
-        let meta = section
-            .iter()
-            .find(|l| l.contains("serialize type"))
-            .map(|l| (*l).to_owned())
-            .unwrap_or_default();
-        let blocks = json_blocks(section);
-        let header = serde_json::from_str(&blocks[0]).expect("index header block is JSON");
-        let body_line = section
-            .iter()
-            .find(|l| l.starts_with("Body:"))
-            .map(|l| (*l).to_owned());
-        let body_json = blocks.get(1).cloned();
-        out.insert(name.to_owned(), (header, meta, body_line, body_json));
-        i = end;
-    }
-    out
+/// What a folder's `expected.json` records per file: the header as decoded, the
+/// "- request …; serialize type …" line, and the body line and body JSON when present.
+#[derive(serde::Deserialize)]
+struct Expected {
+    header: Value,
+    meta: String,
+    body_line: Option<String>,
+    body_json: Option<String>,
 }
 
-fn json_blocks(section: &[&str]) -> Vec<String> {
-    let mut blocks = Vec::new();
-    let mut cur: Option<Vec<&str>> = None;
-    for l in section {
-        match (&mut cur, *l) {
-            (None, "```json") => cur = Some(Vec::new()),
-            (Some(b), "```") => {
-                blocks.push(b.join("\n"));
-                cur = None;
-            }
-            (Some(b), l) => b.push(l),
-            (None, _) => {}
-        }
-    }
-    blocks
+fn parse_expected(text: &str) -> BTreeMap<String, (Value, String, Option<String>, Option<String>)> {
+    let table: BTreeMap<String, Expected> =
+        serde_json::from_str(text).expect("expected.json is JSON");
+    table
+        .into_iter()
+        .map(|(k, e)| (k, (e.header, e.meta, e.body_line, e.body_json)))
+        .collect()
 }
 
 fn load_all(dir: &Path) -> Vec<Vector> {
@@ -129,8 +90,9 @@ fn load_all(dir: &Path) -> Vec<Vector> {
     for client in CLIENTS {
         for sub in ["", "responses"] {
             let folder = dir.join(client).join(sub);
-            let index = std::fs::read_to_string(folder.join("index.md")).expect("index.md");
-            let mut sections = parse_index(&index);
+            let index =
+                std::fs::read_to_string(folder.join("expected.json")).expect("expected.json");
+            let mut sections = parse_expected(&index);
             let mut names: Vec<String> = std::fs::read_dir(&folder)
                 .expect("vector folder")
                 .filter_map(|e| e.ok()?.file_name().into_string().ok())
@@ -142,7 +104,7 @@ fn load_all(dir: &Path) -> Vec<Vector> {
                 let raw = std::fs::read(folder.join(&name)).expect("read vector");
                 let (header, meta, body_line, body_json) = sections
                     .remove(&name)
-                    .unwrap_or_else(|| panic!("{client}/{sub}/{name} is not in its index"));
+                    .unwrap_or_else(|| panic!("{client}/{sub}/{name} is not in its expected.json"));
                 let name = if sub.is_empty() {
                     name
                 } else {
@@ -208,7 +170,7 @@ fn find<'a>(all: &'a [Vector], client: &str, name: &str) -> &'a Vector {
 }
 
 #[test]
-fn every_captured_frame_decodes_to_the_header_its_index_records() {
+fn every_captured_frame_decodes_to_the_header_recorded_for_it() {
     let Some(dir) = vectors_dir() else { return };
     let all = load_all(&dir);
     // Numbers from the corpus README: 87 + 80, 155 + 144, 163 + 132 frames.
@@ -535,7 +497,7 @@ fn every_acl_signature_in_the_corpus_verifies() {
         assert_eq!(&signature(secret, &cmd), sig, "{}", v.id());
         *checked.entry((v.client, secret)).or_insert(0) += 1;
     }
-    // 234 with the empty secret, 13 with stratusSK (corpus indexes).
+    // 234 with the empty secret, 13 with stratusSK (as recorded).
     assert_eq!(checked.values().sum::<i32>(), 247, "{checked:?}");
     for client in CLIENTS {
         assert!(

@@ -856,6 +856,26 @@ fn xml_unescape(s: &str) -> String {
         .replace("&amp;", "&")
 }
 
+/// A metadata URL several nodes share: a fresh database on the PostgreSQL of
+/// `STRATUS_TEST_POSTGRES_URL` when set, else one embedded database file in `dir`.
+pub fn cluster_meta_url(dir: &Path) -> String {
+    if let Ok(url) = std::env::var("STRATUS_TEST_POSTGRES_URL") {
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let db = format!("stratus_cluster_{}_{n}_{}", std::process::id(), now_ms());
+        let status = Command::new("psql")
+            .args([url.as_str(), "-q", "-c", &format!("CREATE DATABASE {db}")])
+            .status()
+            .expect("psql");
+        assert!(status.success(), "psql CREATE DATABASE failed");
+        let (base, _) = url
+            .rsplit_once('/')
+            .expect("a PostgreSQL URL with a database");
+        return format!("{base}/{db}");
+    }
+    format!("embedded://{}", dir.join("meta.db").display())
+}
+
 /// The brokers as a name server's cluster info lists them: broker name → address (empty
 /// when the name server does not answer).
 pub fn cluster_routes(namesrv: SocketAddr) -> std::collections::BTreeMap<String, String> {

@@ -97,27 +97,6 @@ fn wait_routes(
     }
 }
 
-/// A fresh PostgreSQL database for this run, or the shared SQLite file.
-fn meta_url(dir: &Path) -> String {
-    if let Ok(url) = std::env::var("STRATUS_TEST_POSTGRES_URL") {
-        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let db = format!(
-            "stratus_cluster_{}_{n}_{}",
-            std::process::id(),
-            stratus_tests::now_ms()
-        );
-        let status = std::process::Command::new("psql")
-            .args([url.as_str(), "-q", "-c", &format!("CREATE DATABASE {db}")])
-            .status()
-            .unwrap();
-        assert!(status.success(), "psql CREATE DATABASE failed");
-        let (base, _) = url.rsplit_once('/').unwrap();
-        return format!("{base}/{db}");
-    }
-    format!("embedded://{}", dir.join("meta.db").display())
-}
-
 /// The body the test producer sends for message `seq` (see tests/clients/README.md).
 fn expected_crc(seq: u64) -> u32 {
     let unit = format!("c{seq}:");
@@ -144,7 +123,7 @@ fn three_nodes_survive_a_kill_and_take_in_a_fourth_with_java_clients() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let meta = meta_url(dir);
+    let meta = stratus_tests::cluster_meta_url(dir);
     let objects = stratus_tests::cluster_object_store_url(dir);
     let shards = SHARDS.to_string();
     let names = ["a", "b", "c", "d"];
@@ -442,7 +421,7 @@ async fn send_one(addr: SocketAddr, topic: &str, key: &str) -> RemotingCommand {
 fn a_node_that_lost_its_lease_fails_its_waiting_sends_instead_of_acknowledging() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let meta = meta_url(dir);
+    let meta = stratus_tests::cluster_meta_url(dir);
     let objects = stratus_tests::cluster_object_store_url(dir);
     let ns_a: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
     let ns_b: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
@@ -536,7 +515,7 @@ fn a_node_that_lost_its_lease_fails_its_waiting_sends_instead_of_acknowledging()
 fn raising_the_shard_count_adds_brokers_to_every_route() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let meta = meta_url(dir);
+    let meta = stratus_tests::cluster_meta_url(dir);
     let objects = stratus_tests::cluster_object_store_url(dir);
     let ns: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
     let base = free_shard_base(3);
