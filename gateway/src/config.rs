@@ -228,6 +228,8 @@ pub struct Settings {
     pub retention: RetentionSettings,
     /// The Prometheus `/metrics` endpoint.
     pub metrics: MetricsSettings,
+    /// TLS on every listener.
+    pub tls: TlsSettings,
 }
 
 /// Retention: how long and how much each shard keeps, and the cleanup of objects that were
@@ -278,6 +280,68 @@ impl Default for MetricsSettings {
     fn default() -> Self {
         Self {
             addr: "127.0.0.1:5557".into(),
+        }
+    }
+}
+
+/// TLS mode of every listener (`tls.server.mode` of the reference).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum TlsMode {
+    /// Plaintext only.
+    #[default]
+    Off,
+    /// TLS and plaintext on the same port, chosen by the connection's first byte.
+    Permissive,
+    /// TLS only.
+    Enforcing,
+}
+
+/// Client certificates (`tls.server.need.client.auth` of the reference).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ClientAuth {
+    /// Not asked for.
+    #[default]
+    None,
+    /// Verified against `client_ca_file` when the client sends one.
+    Optional,
+    /// Required and verified against `client_ca_file`.
+    Require,
+}
+
+/// TLS on the name-server port, every shard port and `/metrics`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct TlsSettings {
+    /// `off`, `permissive` (TLS or plaintext, by the first byte) or `enforcing`.
+    pub mode: TlsMode,
+    /// PEM certificate chain, the server's certificate first; read again when it changes.
+    pub cert_file: Option<PathBuf>,
+    /// PEM private key (PKCS#8, PKCS#1 or SEC1); read again when it changes.
+    pub key_file: Option<PathBuf>,
+    /// Client certificates: `none`, `optional` or `require`.
+    pub client_auth: ClientAuth,
+    /// PEM CA certificates client certificates must chain to.
+    pub client_ca_file: Option<PathBuf>,
+    /// How often the files are checked for changes.
+    #[serde(with = "humantime_serde")]
+    pub reload_interval: Duration,
+    /// A connection that has not completed its handshake by then is closed.
+    #[serde(with = "humantime_serde")]
+    pub handshake_timeout: Duration,
+}
+
+impl Default for TlsSettings {
+    fn default() -> Self {
+        Self {
+            mode: TlsMode::Off,
+            cert_file: None,
+            key_file: None,
+            client_auth: ClientAuth::None,
+            client_ca_file: None,
+            reload_interval: Duration::from_secs(10),
+            handshake_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -631,6 +695,26 @@ impl Settings {
                 "listen.broker_addr",
                 "with listen.vip_channel the port must be at least 3 (port - 2 serves the VIP channel)",
             );
+        }
+        if self.tls.mode != TlsMode::Off {
+            if self.tls.cert_file.is_none() || self.tls.key_file.is_none() {
+                return bad(
+                    "tls.mode",
+                    "permissive and enforcing need tls.cert_file and tls.key_file",
+                );
+            }
+            if self.tls.client_auth != ClientAuth::None && self.tls.client_ca_file.is_none() {
+                return bad(
+                    "tls.client_auth",
+                    "optional and require need tls.client_ca_file",
+                );
+            }
+            if self.tls.reload_interval.is_zero() || self.tls.handshake_timeout.is_zero() {
+                return bad(
+                    "tls.reload_interval",
+                    "tls.reload_interval and tls.handshake_timeout must be positive",
+                );
+            }
         }
         if self.node.id.is_empty()
             || !self

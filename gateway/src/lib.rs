@@ -16,3 +16,4 @@ mod metrics;
 pub mod node;
 mod remoting;
 mod services;
+mod tls;

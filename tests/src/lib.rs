@@ -455,6 +455,17 @@ pub struct ClientRun {
 impl ClientRun {
     /// Starts `tests/clients/run.sh <client> <args…>`.
     pub fn spawn(client: &str, args: &[String], scratch: &Path) -> anyhow::Result<Self> {
+        Self::spawn_with_env(client, args, scratch, &[])
+    }
+
+    /// Starts a client program like [`spawn`](Self::spawn), with extra environment (for
+    /// example `JAVA_CLIENT_OPTS`, the Java clients' JVM options).
+    pub fn spawn_with_env(
+        client: &str,
+        args: &[String],
+        scratch: &Path,
+        envs: &[(&str, &str)],
+    ) -> anyhow::Result<Self> {
         use std::io::BufRead;
         std::fs::create_dir_all(scratch)?;
         let what = format!("{client} {}", args.join(" "));
@@ -469,6 +480,7 @@ impl ClientRun {
             .args(args)
             .env("HOME", &state)
             .env("STRATUS_CLIENT_STATE", &state)
+            .envs(envs.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&stderr_path)?)

@@ -112,8 +112,10 @@ pub struct Node {
     pub(crate) connections: Arc<connections::Connections>,
     /// Budget of requests in progress, over every connection (`limits.max_in_flight`).
     pub(crate) in_flight: Arc<Semaphore>,
-    /// Address published in routes for the first broker port (shard `s`: port + `s`).
+    /// Address published in routes for the first broker port (shard `s`: port + 3·`s`).
     pub(crate) advertised: String,
+    /// TLS of every listener (`None`: `tls.mode = off`).
+    pub(crate) tls: Option<Arc<crate::tls::Tls>>,
     /// The same as a socket address (the store host of records, offset message ids).
     pub(crate) store_host: SocketAddr,
     /// Budget of parked waits for new messages (long polling).
@@ -150,6 +152,7 @@ impl Node {
             .ok()
             .and_then(|mut a| a.find(SocketAddr::is_ipv4))
             .with_context(|| format!("listen.advertised_addr: cannot resolve {advertised}"))?;
+        let tls = crate::tls::Tls::load(&config.tls).context("tls")?;
         let cancel = CancellationToken::new();
         let heads = Arc::new(QueueHeads::default());
         let cache = Arc::new(Cache::new(CacheConfig {
@@ -203,6 +206,7 @@ impl Node {
             shards: OwnedShards::default(),
             routes: RouteTable::default(),
             advertised,
+            tls,
             store_host,
             cancel,
             tracker: TaskTracker::new(),

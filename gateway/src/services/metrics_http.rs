@@ -5,6 +5,7 @@
 //! The server task belongs to the node's tracker and stops with the node's token; a
 //! scrape never blocks request handling (it reads atomics and moka counters only).
 
+use std::net::SocketAddr;
 use std::sync::{Arc, LazyLock};
 
 use axum::Router;
@@ -15,11 +16,13 @@ use axum::routing::get;
 use prometheus::{Encoder, TEXT_FORMAT, TextEncoder};
 use stratus_segments::cache::Cache;
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use crate::metrics;
+use crate::tls::{Stream, Tls};
+use stratus_segments::clock::Clock;
 
 /// What a scrape reads besides the registry.
 #[derive(Debug, Clone)]
@@ -61,19 +64,98 @@ fn register_all() {
     LazyLock::force(&seg::CACHE_ENTRIES);
 }
 
-/// Serves `/metrics` on `listener` until `cancel`.
-pub(crate) async fn run(listener: TcpListener, state: ScrapeState, cancel: CancellationToken) {
+/// Serves `/metrics` on `listener` until `cancel`, over TLS when `tls` is set (the node's
+/// `[tls]`, the same mode as every other listener).
+pub(crate) async fn run(
+    listener: TcpListener,
+    state: ScrapeState,
+    tls: Option<(Arc<Tls>, Arc<dyn Clock>)>,
+    cancel: CancellationToken,
+) {
     register_all();
     let addr = listener.local_addr().ok();
-    info!(addr = ?addr, "metrics endpoint listening");
+    info!(addr = ?addr, tls = tls.is_some(), "metrics endpoint listening");
     let app = Router::new()
         .route("/metrics", get(scrape))
         .with_state(state);
-    if let Err(e) = axum::serve(listener, app)
-        .with_graceful_shutdown(cancel.cancelled_owned())
-        .await
-    {
+    let served = match tls {
+        None => {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(cancel.cancelled_owned())
+                .await
+        }
+        Some((tls, clock)) => {
+            let listener = TlsListener::start(listener, tls, clock, cancel.clone());
+            axum::serve(listener, app)
+                .with_graceful_shutdown(cancel.cancelled_owned())
+                .await
+        }
+    };
+    if let Err(e) = served {
         warn!(error = %e, "metrics endpoint stopped");
+    }
+}
+
+/// `/metrics` over TLS: a task accepts and shakes hands with each connection on its own
+/// (a slow handshake holds up no other scrape) and hands the finished ones to the server.
+struct TlsListener {
+    ready: mpsc::Receiver<(Stream, SocketAddr)>,
+    local: SocketAddr,
+}
+
+impl TlsListener {
+    fn start(
+        listener: TcpListener,
+        tls: Arc<Tls>,
+        clock: Arc<dyn Clock>,
+        cancel: CancellationToken,
+    ) -> Self {
+        let local = listener
+            .local_addr()
+            .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
+        let (tx, ready) = mpsc::channel(16);
+        tokio::spawn(async move {
+            // Stops with the node's token or when the server drops the receiver.
+            loop {
+                let accepted = tokio::select! {
+                    () = cancel.cancelled() => return,
+                    a = listener.accept() => a,
+                };
+                let (tcp, peer) = match accepted {
+                    Ok(a) => a,
+                    Err(e) => {
+                        warn!(error = %e, "metrics accept failed; backing off");
+                        clock.sleep(std::time::Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let (tls, tx) = (tls.clone(), tx.clone());
+                tokio::spawn(async move {
+                    // Ends with the handshake (bounded by tls.handshake_timeout).
+                    if let Ok(stream) = tls.accept(tcp).await {
+                        let _ = tx.send((stream, peer)).await;
+                    }
+                });
+            }
+        });
+        Self { ready, local }
+    }
+}
+
+impl axum::serve::Listener for TlsListener {
+    type Io = Stream;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        match self.ready.recv().await {
+            Some(next) => next,
+            // The accept task stopped (the node is stopping): wait for the shutdown.
+            None => std::future::pending().await,
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        Ok(self.local)
     }
 }
 

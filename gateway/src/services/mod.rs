@@ -12,6 +12,7 @@
 //! | [`retention`] | drops old sections and deletes unreferenced objects |
 //! | [`housekeeping`] | expires client channels and queue locks without heartbeats |
 //! | [`metrics_http`] | serves `/metrics` |
+//! | [`tls_reload`] | reads the TLS certificate and key again when they change |
 
 pub(crate) mod delay;
 pub(crate) mod housekeeping;
@@ -19,6 +20,7 @@ pub(crate) mod membership;
 pub(crate) mod metrics_http;
 pub(crate) mod retention;
 pub(crate) mod timers;
+pub(crate) mod tls_reload;
 pub(crate) mod transaction_check;
 
 use std::sync::Arc;
@@ -44,6 +46,9 @@ pub(crate) fn start(
     t.spawn(timers::run(node.clone(), token()));
     t.spawn(transaction_check::run(remoting.clone(), token()));
     t.spawn(housekeeping::run(remoting.clone(), token()));
+    if let Some(tls) = &node.tls {
+        t.spawn(tls_reload::run(node.clone(), tls.clone(), token()));
+    }
     if let Some(l) = metrics {
         let state = metrics_http::ScrapeState {
             cache: node.cache.clone(),
@@ -52,6 +57,7 @@ pub(crate) fn start(
             in_flight: node.in_flight.clone(),
             max_in_flight: node.config.limits.max_in_flight,
         };
-        t.spawn(metrics_http::run(l, state, token()));
+        let tls = node.tls.clone().map(|t| (t, node.clock.clone()));
+        t.spawn(metrics_http::run(l, state, tls, token()));
     }
 }

@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
 use stratus_compat::codec::RemotingCodec;
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{Semaphore, mpsc};
 use tokio_util::codec::{FramedRead, FramedWrite};
 use tokio_util::sync::CancellationToken;
@@ -35,6 +35,7 @@ use super::Channel;
 use crate::node::connections::Admitted;
 use crate::remoting::Remoting;
 use crate::remoting::dispatch::Budgets;
+use crate::tls::Stream;
 
 /// Why the reader stopped.
 #[derive(Debug)]
@@ -50,16 +51,40 @@ enum Stop {
 
 /// Serves one connection until it closes, idles out, is evicted, or the node stops.
 pub(crate) async fn serve(
-    stream: TcpStream,
+    stream: Stream,
     peer: SocketAddr,
     rmq: Arc<Remoting>,
     id: u64,
     admitted: Admitted,
     serves: super::listener::Serves,
 ) {
+    match stream {
+        // A TCP stream splits into owned halves without a lock between reader and writer.
+        Stream::Plain(tcp) => {
+            let (r, w) = tcp.into_split();
+            serve_halves(r, w, peer, rmq, id, admitted, serves).await;
+        }
+        Stream::Tls(tls) => {
+            let (r, w) = tokio::io::split(*tls);
+            serve_halves(r, w, peer, rmq, id, admitted, serves).await;
+        }
+    }
+}
+
+async fn serve_halves<R, W>(
+    r: R,
+    w: W,
+    peer: SocketAddr,
+    rmq: Arc<Remoting>,
+    id: u64,
+    admitted: Admitted,
+    serves: super::listener::Serves,
+) where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let _open = crate::metrics::ConnectionOpen::new();
     let limits = rmq.node.config.frame_limits;
-    let (r, w) = stream.into_split();
     let mut frames = FramedRead::new(r, RemotingCodec::new(limits));
     let mut sink = FramedWrite::new(w, RemotingCodec::new(limits));
     let (tx, mut rx) = mpsc::channel(rmq.node.config.limits.writer_queue);

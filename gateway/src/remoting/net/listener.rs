@@ -3,7 +3,8 @@
 //! `limits.max_connections_per_ip` for its address and `limits.max_connections` for the
 //! node, where a full node evicts the connection that has gone longest without a request.
 //! A refused connection is closed at once, logged at debug and counted. Accept errors
-//! (out of file descriptors) back off instead of spinning. A shard's listener stops, with
+//! (out of file descriptors) back off instead of spinning. With TLS on, each connection's
+//! task shakes hands (or, permissive, tells TLS from plaintext) before it is served. A shard's listener stops, with
 //! its connections, when the shard leaves this node.
 
 use std::sync::Arc;
@@ -16,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, info_span, warn};
 
 use crate::remoting::Remoting;
+use crate::tls::Stream;
 
 static NEXT_CONN_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -60,15 +62,26 @@ pub(crate) async fn run(listener: TcpListener, rmq: Arc<Remoting>, serves: Serve
                 let _ = stream.set_nodelay(true);
                 let id = NEXT_CONN_ID.fetch_add(1, Ordering::Relaxed);
                 let span = info_span!("conn", id, %peer);
-                rmq.node.tracker.spawn(
-                    super::connection::serve(
-                        stream,
-                        peer,
-                        rmq.clone(),
-                        id,
-                        admitted,
-                        serves.clone(),
-                    )
+                let rmq = rmq.clone();
+                let serves = serves.clone();
+                rmq.node.tracker.clone().spawn(
+                    async move {
+                        // The handshake runs in the connection's task, not the accept loop.
+                        let stream = match &rmq.node.tls {
+                            None => Stream::Plain(stream),
+                            Some(tls) => match tls.accept(stream).await {
+                                Ok(s) => s,
+                                Err(e) => {
+                                    debug!(error = %e, "connection closed: TLS handshake failed");
+                                    crate::metrics::CONNECTIONS_REFUSED
+                                        .with_label_values(&["tls_handshake"])
+                                        .inc();
+                                    return;
+                                }
+                            },
+                        };
+                        super::connection::serve(stream, peer, rmq, id, admitted, serves).await;
+                    }
                     .instrument(span),
                 );
             }
