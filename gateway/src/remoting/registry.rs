@@ -260,6 +260,53 @@ impl Registry {
     }
 }
 
+impl Registry {
+    /// The open channel of `client_id` in consumer `group` that heartbeated last
+    /// (`ConsumerManager#findChannel`).
+    pub(crate) fn consumer_channel(&self, group: &str, client_id: &str) -> Option<Arc<Channel>> {
+        let st = self.state.lock();
+        let info = st.consumers.get(group)?;
+        latest(info.members.values().filter(|m| m.client_id == client_id))
+    }
+
+    /// One open channel per client id of consumer `group` (the one that heartbeated last),
+    /// by client id.
+    pub(crate) fn consumer_channels_by_client(&self, group: &str) -> Vec<(String, Arc<Channel>)> {
+        let st = self.state.lock();
+        let Some(info) = st.consumers.get(group) else {
+            return Vec::new();
+        };
+        let mut by_client: BTreeMap<&str, Vec<&Member>> = BTreeMap::new();
+        for m in info.members.values() {
+            by_client.entry(m.client_id.as_str()).or_default().push(m);
+        }
+        by_client
+            .into_iter()
+            .filter_map(|(id, ms)| latest(ms.into_iter()).map(|ch| (id.to_owned(), ch)))
+            .collect()
+    }
+
+    /// The open channel of producer client `client_id` in any group that heartbeated last
+    /// (`ProducerManager#findChannel`).
+    pub(crate) fn producer_channel_by_client(&self, client_id: &str) -> Option<Arc<Channel>> {
+        let st = self.state.lock();
+        latest(
+            st.producers
+                .values()
+                .flat_map(|g| g.values())
+                .filter(|m| m.client_id == client_id),
+        )
+    }
+}
+
+/// The open channel among `members` that heartbeated last.
+fn latest<'a>(members: impl Iterator<Item = &'a Member>) -> Option<Arc<Channel>> {
+    members
+        .filter(|m| !m.channel.closed.is_cancelled())
+        .max_by_key(|m| (m.last_heartbeat_ms, m.channel.id))
+        .map(|m| m.channel.clone())
+}
+
 fn subscription(sub: &SubscriptionData) -> Subscription {
     Subscription {
         data: sub.clone(),
@@ -350,6 +397,33 @@ mod tests {
             n.code,
             stratus_compat::RequestCode::NotifyConsumerIdsChanged.to_i32()
         );
+    }
+
+    #[test]
+    fn channels_are_found_by_client_id_the_latest_open_one_first() {
+        let reg = Registry::default();
+        let (a1, _r1) = channel(1);
+        let (a2, _r2) = channel(2);
+        let (b, _r3) = channel(3);
+        let data = consumer("g", &[("T", "*")]);
+        reg.register_consumer(&a1, "a", &data, 10);
+        reg.register_consumer(&a2, "a", &data, 20);
+        reg.register_consumer(&b, "b", &data, 5);
+        assert_eq!(reg.consumer_channel("g", "a").map(|c| c.id), Some(2));
+        assert!(reg.consumer_channel("g", "nobody").is_none());
+        assert!(reg.consumer_channel("other", "a").is_none());
+        a2.closed.cancel();
+        assert_eq!(reg.consumer_channel("g", "a").map(|c| c.id), Some(1));
+        let ids: Vec<(String, u64)> = reg
+            .consumer_channels_by_client("g")
+            .into_iter()
+            .map(|(c, ch)| (c, ch.id))
+            .collect();
+        assert_eq!(ids, vec![("a".to_owned(), 1), ("b".to_owned(), 3)]);
+        reg.register_producer(&a1, "a", "pg", 1);
+        reg.register_producer(&b, "b", "pg2", 1);
+        assert_eq!(reg.producer_channel_by_client("b").map(|c| c.id), Some(3));
+        assert!(reg.producer_channel_by_client("zz").is_none());
     }
 
     #[test]

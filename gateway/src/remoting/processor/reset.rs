@@ -1,0 +1,201 @@
+//! Offset reset and consumer status asked of the broker by an admin:
+//! INVOKE_BROKER_TO_RESET_OFFSET (222) and INVOKE_BROKER_TO_GET_CONSUMER_STATUS (223).
+//!
+//! The reset follows `Broker2Client#resetOffset` (the path every client version knows):
+//! for each queue of the topic on the asked shard the new offset is found by store time
+//! (`timestamp` -1: the max offset, as `skipAccumulatedMessage` asks), kept at the group's
+//! current offset when that is already lower and `isForce` is false (a reset without force
+//! only moves back), then RESET_CONSUMER_CLIENT_OFFSET (220, one-way, ResetOffsetBody) goes
+//! to every consumer of the group connected to this node, once per client id, and the
+//! table is the answer. A group with no consumer here is answered CONSUMER_NOT_ONLINE, on
+//! which mqadmin falls back to reading and committing offsets itself. A 5.x request for one
+//! queue (`queueId` ≥ 0, optionally `offset`) resets only that queue, checked against its
+//! range as `resetOffsetInner` does.
+//!
+//! Unlike the reference, which leaves persisting to the client (it commits the offsets it
+//! was sent), the new offsets are also committed in meta here, before the consumers are
+//! told: the reset holds even if a consumer goes away first, and consumers on other nodes
+//! read the same offsets when they next query them. A queue of a group without a committed
+//! offset is reset like any other (the reference refuses the whole reset with
+//! SYSTEM_ERROR "THe consumer group <g> not exist" when one queue has none).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use stratus_compat::RequestCode;
+use stratus_compat::command::RemotingCommand;
+use stratus_compat::request::broker_name;
+use stratus_compat::request::lock::MessageQueue;
+use stratus_compat::request::relay::{
+    GetConsumerStatusRequestHeader, ResetOffsetRequestHeader, encode_consumer_status_body,
+    encode_reset_offset_body, raw_field,
+};
+use stratus_compat::types::{ConsumerGroup, QueueId, QueueOffset, Topic};
+use stratus_meta::{ConsumerOffset, QueueKey};
+use tracing::{debug, info};
+
+use crate::error::{GatewayError, Result};
+use crate::node::shards::shard_name;
+use crate::remoting::Remoting;
+use crate::remoting::dispatch::{InFlight, success};
+use crate::remoting::net::Channel;
+
+/// How long 223 waits for each consumer's status (`Broker2Client#getConsumeStatus`: 5 s).
+const STATUS_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// INVOKE_BROKER_TO_RESET_OFFSET (222).
+pub(crate) async fn reset_offset(
+    rmq: &Arc<Remoting>,
+    ch: &Channel,
+    cmd: &RemotingCommand,
+) -> Result<RemotingCommand> {
+    let h = ResetOffsetRequestHeader::from_command(cmd)?;
+    let shard = rmq
+        .node
+        .shards
+        .require(broker_name(cmd).as_deref(), ch.shard)?;
+    let cfg = rmq
+        .node
+        .topics
+        .get(&h.topic)
+        .ok_or_else(|| GatewayError::ResetTopicNotExist {
+            topic: h.topic.clone(),
+        })?;
+    let consumers = rmq.registry.consumer_channels_by_client(&h.group);
+    if consumers.is_empty() {
+        return Err(GatewayError::ConsumerNotOnline {
+            group: h.group,
+            topic: h.topic,
+            timestamp: h.timestamp,
+        });
+    }
+    let group = ConsumerGroup::new(h.group.clone());
+    let queue_ids: Vec<i32> = if h.queue_id >= 0 {
+        vec![h.queue_id]
+    } else {
+        (0..cfg.write_queue_nums.max(0)).collect()
+    };
+    let mut table = Vec::with_capacity(queue_ids.len());
+    let mut commits = Vec::with_capacity(queue_ids.len());
+    for queue_id in queue_ids {
+        let queue = QueueKey {
+            shard,
+            topic: Topic::new(h.topic.clone()),
+            queue_id: QueueId(queue_id),
+        };
+        let target = match h.offset.filter(|o| *o != -1 && h.queue_id >= 0) {
+            Some(offset) => {
+                let (min, max) = rmq.node.bounds(&queue);
+                if offset < min.0 || offset > max.0 + 1 {
+                    return Err(GatewayError::ResetOffsetOutOfRange {
+                        offset,
+                        min: min.0,
+                        max: max.0,
+                    });
+                }
+                offset
+            }
+            None => {
+                let found = if h.timestamp < 0 {
+                    rmq.node.bounds(&queue).1.0
+                } else {
+                    rmq.node
+                        .reader
+                        .search_offset_by_time(&queue, h.timestamp, false)
+                        .await?
+                        .0
+                };
+                let found = found.max(0);
+                let current = rmq.node.committed_offset(&group, &queue).await?;
+                match current {
+                    Some(c) if !h.is_force && found >= c.0 => c.0,
+                    _ => found,
+                }
+            }
+        };
+        table.push((
+            MessageQueue {
+                broker_name: shard_name(shard),
+                queue_id,
+                topic: h.topic.clone(),
+            },
+            target,
+        ));
+        commits.push(ConsumerOffset {
+            group: group.clone(),
+            queue,
+            offset: QueueOffset(target),
+        });
+    }
+    rmq.node.commit_offsets(&commits).await?;
+    let body = encode_reset_offset_body(&table);
+    for (client_id, channel) in &consumers {
+        let mut push = RemotingCommand::request(RequestCode::ResetConsumerClientOffset.to_i32(), 0);
+        ResetOffsetRequestHeader {
+            group: h.group.clone(),
+            topic: h.topic.clone(),
+            queue_id: -1,
+            offset: None,
+            timestamp: h.timestamp,
+            is_force: false,
+        }
+        .write_to(&mut push);
+        push.body = body.clone().into();
+        channel.oneway(push);
+        info!(topic = %h.topic, group = %h.group, %client_id, "offset reset pushed to the consumer");
+    }
+    let mut resp = success();
+    resp.body = body.into();
+    Ok(resp)
+}
+
+/// INVOKE_BROKER_TO_GET_CONSUMER_STATUS (223): each consumer of the group (or only
+/// `clientAddr`) is asked GET_CONSUMER_STATUS_FROM_CLIENT (221) and its queue table is
+/// answered by client id; consumers that fail to answer are left out.
+pub(crate) async fn consumer_status(
+    rmq: &Arc<Remoting>,
+    cmd: &RemotingCommand,
+    permit: &mut InFlight,
+) -> Result<RemotingCommand> {
+    let h = GetConsumerStatusRequestHeader::from_command(cmd)?;
+    let consumers = rmq.registry.consumer_channels_by_client(&h.group);
+    if consumers.is_empty() {
+        return Err(GatewayError::NoConsumerOnline { group: h.group });
+    }
+    permit.release();
+    let mut tables = Vec::new();
+    for (client_id, channel) in consumers {
+        if h.client_addr.as_ref().is_some_and(|c| *c != client_id) {
+            continue;
+        }
+        let mut ask =
+            RemotingCommand::request(RequestCode::GetConsumerStatusFromClient.to_i32(), 0);
+        GetConsumerStatusRequestHeader {
+            topic: h.topic.clone(),
+            group: h.group.clone(),
+            client_addr: None,
+        }
+        .write_to(&mut ask);
+        match channel.invoke(ask, STATUS_TIMEOUT).await {
+            Ok(answer) if answer.code == 0 => {
+                let raw = std::str::from_utf8(&answer.body)
+                    .ok()
+                    .and_then(|b| raw_field(b, "messageQueueTable"));
+                if let Some(raw) = raw {
+                    tables.push((client_id.clone(), raw.to_owned()));
+                }
+            }
+            Ok(answer) => {
+                debug!(%client_id, code = answer.code, "consumer status refused by the client");
+            }
+            Err(e) => debug!(%client_id, error = %e, "consumer status not answered"),
+        }
+        if h.client_addr.is_some() {
+            break;
+        }
+    }
+    permit.reacquire().await;
+    let mut resp = success();
+    resp.body = encode_consumer_status_body(&tables).into();
+    Ok(resp)
+}
