@@ -105,6 +105,7 @@ pub(crate) fn handle(
     let ch = channel.clone();
     match code {
         RequestCode::SendMessage | RequestCode::SendMessageV2 | RequestCode::SendBatchMessage => {
+            processor::reply::note_request(&rmq, &ch, &cmd);
             let prepared = span.in_scope(|| processor::send::prepare(&rmq, &ch, &cmd));
             tasks.spawn(
                 async move {

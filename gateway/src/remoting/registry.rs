@@ -44,6 +44,9 @@ struct ConsumerGroupInfo {
 struct State {
     consumers: HashMap<String, ConsumerGroupInfo>,
     producers: HashMap<String, HashMap<u64, Member>>,
+    /// The client id each connection last sent a request-reply request for (its
+    /// `REPLY_TO_CLIENT`), by channel id: one entry per connection at most.
+    requesters: HashMap<u64, (String, Arc<Channel>)>,
 }
 
 /// The registry.
@@ -173,6 +176,7 @@ impl Registry {
     /// Connection closed: removes the channel from every group.
     pub(crate) fn channel_closed(&self, channel_id: u64) {
         let mut st = self.state.lock();
+        st.requesters.remove(&channel_id);
         st.producers.retain(|_, members| {
             members.remove(&channel_id);
             !members.is_empty()
@@ -296,6 +300,35 @@ impl Registry {
                 .flat_map(|g| g.values())
                 .filter(|m| m.client_id == client_id),
         )
+    }
+}
+
+impl Registry {
+    /// `channel` sent a request whose replies go to `client_id` (its `REPLY_TO_CLIENT`).
+    pub(crate) fn note_requester(&self, channel: &Arc<Channel>, client_id: &str) {
+        let mut st = self.state.lock();
+        match st.requesters.get(&channel.id) {
+            Some((c, _)) if c == client_id => {}
+            _ => {
+                st.requesters
+                    .insert(channel.id, (client_id.to_owned(), channel.clone()));
+            }
+        }
+    }
+
+    /// Where replies to `client_id` go: its producer channel (`ProducerManager#findChannel`),
+    /// else an open connection on which it sent a request (a requester whose first
+    /// heartbeat has not arrived yet).
+    pub(crate) fn requester_channel(&self, client_id: &str) -> Option<Arc<Channel>> {
+        if let Some(ch) = self.producer_channel_by_client(client_id) {
+            return Some(ch);
+        }
+        let st = self.state.lock();
+        st.requesters
+            .values()
+            .filter(|(c, ch)| c == client_id && !ch.closed.is_cancelled())
+            .max_by_key(|(_, ch)| ch.id)
+            .map(|(_, ch)| ch.clone())
     }
 }
 
@@ -424,6 +457,18 @@ mod tests {
         reg.register_producer(&b, "b", "pg2", 1);
         assert_eq!(reg.producer_channel_by_client("b").map(|c| c.id), Some(3));
         assert!(reg.producer_channel_by_client("zz").is_none());
+        // A requester known only from its requests, until its connection closes.
+        let (r, _r4) = channel(4);
+        reg.note_requester(&r, "req");
+        reg.note_requester(&r, "req");
+        assert_eq!(reg.requester_channel("req").map(|c| c.id), Some(4));
+        assert_eq!(
+            reg.requester_channel("b").map(|c| c.id),
+            Some(3),
+            "producers first"
+        );
+        reg.channel_closed(4);
+        assert!(reg.requester_channel("req").is_none());
     }
 
     #[test]

@@ -50,6 +50,26 @@ pub(crate) async fn create_reply_topic(rmq: &Remoting) -> Result<()> {
 
 static QUEUE_PICK: AtomicU32 = AtomicU32::new(0);
 
+/// A send of a request (one that carries `REPLY_TO_CLIENT`): its connection is noted as
+/// one the replies may go to, for requesters whose first producer heartbeat has not
+/// arrived yet (the Go client's first request and its reply race its heartbeat; the
+/// reference finds requesters by heartbeat only and fails such a reply).
+pub(crate) fn note_request(rmq: &Remoting, ch: &Arc<Channel>, cmd: &RemotingCommand) {
+    let Some(props) = cmd
+        .ext_fields
+        .get("i")
+        .or_else(|| cmd.ext_fields.get("properties"))
+    else {
+        return;
+    };
+    if !props.contains(PROPERTY_REPLY_TO_CLIENT) {
+        return;
+    }
+    if let Some(client) = Properties::parse(props).get(PROPERTY_REPLY_TO_CLIENT) {
+        rmq.registry.note_requester(ch, client);
+    }
+}
+
 /// SEND_REPLY_MESSAGE (324) / SEND_REPLY_MESSAGE_V2 (325).
 pub(crate) async fn send_reply(
     rmq: &Arc<Remoting>,
@@ -143,7 +163,7 @@ async fn push(
             "reply message properties[{PROPERTY_REPLY_TO_CLIENT}] is null"
         )));
     };
-    let Some(target) = rmq.registry.producer_channel_by_client(&sender) else {
+    let Some(target) = rmq.registry.requester_channel(&sender) else {
         return Err(GatewayError::ReplyNotPushed(format!(
             "push reply message fail, channel of <{sender}> not found."
         )));

@@ -15,12 +15,21 @@
 //! Unlike the reference, which leaves persisting to the client (it commits the offsets it
 //! was sent), the new offsets are also committed in meta here, before the consumers are
 //! told: the reset holds even if a consumer goes away first, and consumers on other nodes
-//! read the same offsets when they next query them. A queue of a group without a committed
+//! read the same offsets when they next query them. Each reset queue is then *fenced*
+//! ([`ResetFences`], as the reference's server-side reset guards its `resetOffsetTable`):
+//! until the group pulls the queue from the reset offset (or [`FENCE_TTL_MS`] passes),
+//! commits of any other offset (UPDATE_CONSUMER_OFFSET, a pull's commit flag) are answered
+//! but not applied. A Java consumer keeps committing its old offsets for the ~10 s it is
+//! suspended by the reset, and commits are applied concurrently, so without the fence a
+//! stale commit could land after the reset and the consumer would resume from it. A queue of a group without a committed
 //! offset is reset like any other (the reference refuses the whole reset with
 //! SYSTEM_ERROR "THe consumer group <g> not exist" when one queue has none).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
+
+use parking_lot::Mutex;
 
 use stratus_compat::RequestCode;
 use stratus_compat::command::RemotingCommand;
@@ -42,6 +51,51 @@ use crate::remoting::net::Channel;
 
 /// How long 223 waits for each consumer's status (`Broker2Client#getConsumeStatus`: 5 s).
 const STATUS_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long a reset queue stays fenced at most (ms) when the group does not pull it.
+pub(crate) const FENCE_TTL_MS: i64 = 60_000;
+
+/// Queues of groups whose offsets were just reset: (group, queue) → (offset, fenced until).
+#[derive(Debug, Default)]
+pub(crate) struct ResetFences {
+    fences: Mutex<HashMap<(String, QueueKey), (i64, i64)>>,
+}
+
+impl ResetFences {
+    /// Fences `queue` of `group` at `offset` until `until_ms` (expired fences are dropped).
+    pub(crate) fn set(&self, group: &str, queue: QueueKey, offset: i64, now_ms: i64) {
+        let mut f = self.fences.lock();
+        f.retain(|_, (_, until)| *until > now_ms);
+        f.insert(
+            (group.to_owned(), queue),
+            (offset, now_ms.saturating_add(FENCE_TTL_MS)),
+        );
+    }
+
+    /// Whether a commit of `offset` for `queue` of `group` must not be applied: a reset of
+    /// it is pending and `offset` is not the reset offset.
+    pub(crate) fn blocks_commit(
+        &self,
+        group: &str,
+        queue: &QueueKey,
+        offset: i64,
+        now_ms: i64,
+    ) -> bool {
+        let f = self.fences.lock();
+        f.get(&(group.to_owned(), queue.clone()))
+            .is_some_and(|(reset, until)| *until > now_ms && *reset != offset)
+    }
+
+    /// A pull of `queue` by `group` from `offset`: from the reset offset, the consumer has
+    /// taken the reset and the fence goes.
+    pub(crate) fn pulled(&self, group: &str, queue: &QueueKey, offset: i64) {
+        let mut f = self.fences.lock();
+        let key = (group.to_owned(), queue.clone());
+        if f.get(&key).is_some_and(|(reset, _)| *reset == offset) {
+            f.remove(&key);
+        }
+    }
+}
 
 /// INVOKE_BROKER_TO_RESET_OFFSET (222).
 pub(crate) async fn reset_offset(
@@ -127,6 +181,10 @@ pub(crate) async fn reset_offset(
             offset: QueueOffset(target),
         });
     }
+    let now = rmq.node.clock.now_ms();
+    for c in &commits {
+        rmq.resets.set(&h.group, c.queue.clone(), c.offset.0, now);
+    }
     rmq.node.commit_offsets(&commits).await?;
     let body = encode_reset_offset_body(&table);
     for (client_id, channel) in &consumers {
@@ -198,4 +256,49 @@ pub(crate) async fn consumer_status(
     let mut resp = success();
     resp.body = encode_consumer_status_body(&tables).into();
     Ok(resp)
+}
+
+#[cfg(test)]
+mod tests {
+    use stratus_meta::ShardId;
+
+    use super::*;
+
+    fn q(id: i32) -> QueueKey {
+        QueueKey {
+            shard: ShardId(0),
+            topic: Topic::new("T"),
+            queue_id: QueueId(id),
+        }
+    }
+
+    #[test]
+    fn a_fence_blocks_other_offsets_until_the_reset_offset_is_pulled_or_it_expires() {
+        let f = ResetFences::default();
+        f.set("g", q(0), 3, 1_000);
+        assert!(f.blocks_commit("g", &q(0), 7, 1_001), "a stale commit");
+        assert!(
+            !f.blocks_commit("g", &q(0), 3, 1_001),
+            "the reset offset itself"
+        );
+        assert!(!f.blocks_commit("g", &q(1), 7, 1_001), "another queue");
+        assert!(!f.blocks_commit("other", &q(0), 7, 1_001), "another group");
+        assert!(
+            !f.blocks_commit("g", &q(0), 7, 1_000 + FENCE_TTL_MS),
+            "expired"
+        );
+        f.pulled("g", &q(0), 5);
+        assert!(
+            f.blocks_commit("g", &q(0), 7, 1_001),
+            "a pull elsewhere keeps it"
+        );
+        f.pulled("g", &q(0), 3);
+        assert!(
+            !f.blocks_commit("g", &q(0), 7, 1_001),
+            "pulled from the reset offset"
+        );
+        f.set("g", q(2), 0, 0);
+        f.set("g", q(3), 0, FENCE_TTL_MS + 1);
+        assert_eq!(f.fences.lock().len(), 1, "expired fences are dropped");
+    }
 }

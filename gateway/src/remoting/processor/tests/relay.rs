@@ -23,11 +23,15 @@ use stratus_compat::{RequestCode, ResponseCode};
 use stratus_meta::{ConsumerOffset, QueueKey, ShardId};
 use tokio::sync::mpsc;
 
+use stratus_compat::request::offset::UpdateConsumerOffsetRequestHeader;
+
+use crate::remoting::dispatch::InFlight;
 use crate::remoting::net::Channel;
 use crate::remoting::processor::reply::create_reply_topic;
+use crate::remoting::processor::{offset, pull};
 use crate::remoting::testing::{
-    TestFront, channel, create_topic, dispatch, front, props, request, send_ok, send_request,
-    stored,
+    TestFront, channel, create_topic, dispatch, front, props, pull_request, request, send_ok,
+    send_request, stored,
 };
 
 fn consumer_data(group: &str, topic: &str) -> ConsumerData {
@@ -540,4 +544,83 @@ async fn a_reply_nobody_waits_for_is_a_system_error_with_the_references_remark()
         stored(&t.rmq, "DefaultCluster_REPLY_TOPIC", 0).await.len(),
         2
     );
+}
+
+#[tokio::test]
+async fn stale_commits_after_a_reset_are_not_applied_until_the_reset_offset_is_pulled() {
+    let t = front().await;
+    let fourth = orders(&t).await;
+    commit(&t, 0, 5).await;
+    let (c, _rx) = consumer(&t, 1, "a");
+    let (admin, mut arx) = channel(9);
+    let resp = dispatch(&t.rmq, &admin, &mut arx, reset(fourth, true, -1, None))
+        .await
+        .unwrap();
+    assert_eq!(resp.response_code(), ResponseCode::Success);
+    assert_eq!(committed(&t, 0).await, Some(3));
+    let update = |offset: i64| {
+        request(RequestCode::UpdateConsumerOffset, move |cmd| {
+            UpdateConsumerOffsetRequestHeader {
+                consumer_group: "g".into(),
+                topic: "Orders".into(),
+                queue_id: 0,
+                commit_offset: offset,
+            }
+            .write_to(cmd);
+        })
+    };
+    // The consumer's periodic commit of its old offset, sent before it took the reset.
+    let resp = offset::update_consumer_offset(&t.rmq, &c, &update(5))
+        .await
+        .unwrap();
+    assert_eq!(resp.response_code(), ResponseCode::Success);
+    assert_eq!(
+        resp.remark.as_deref(),
+        Some("Offset has been previously reset")
+    );
+    assert_eq!(committed(&t, 0).await, Some(3), "not applied");
+    // It pulls from the reset offset: commits count again.
+    let mut permit = InFlight::default();
+    let resp = pull::handle_holding(
+        &t.rmq,
+        &c,
+        pull_request("g", "Orders", 0, 3, 0),
+        &mut permit,
+    )
+    .await
+    .unwrap();
+    assert_eq!(resp.response_code(), ResponseCode::Success);
+    offset::update_consumer_offset(&t.rmq, &c, &update(5))
+        .await
+        .unwrap();
+    assert_eq!(committed(&t, 0).await, Some(5));
+}
+
+#[tokio::test]
+async fn a_requester_known_only_from_its_request_gets_the_reply() {
+    let t = front().await;
+    create_reply_topic(&t.rmq).await.unwrap();
+    create_topic(&t.rmq, "Orders", 1).await;
+    let (requester, mut rx) = channel(1);
+    let ask = send_request(
+        "Orders",
+        0,
+        &props(&[("REPLY_TO_CLIENT", "go@1"), ("CORRELATION_ID", "c")]),
+        b"q",
+    );
+    let sent = dispatch(&t.rmq, &requester, &mut rx, ask).await.unwrap();
+    assert_eq!(sent.response_code(), ResponseCode::Success);
+    let client = answering(requester, rx, |_| client_answer(ResponseCode::Success, b""));
+    let (replier, mut rrx) = channel(2);
+    let resp = dispatch(&t.rmq, &replier, &mut rrx, reply(Some("go@1")))
+        .await
+        .unwrap();
+    assert_eq!(
+        resp.response_code(),
+        ResponseCode::Success,
+        "{:?}",
+        resp.remark
+    );
+    let (push, _) = client.await.unwrap();
+    assert_eq!(push.code, RequestCode::PushReplyMessageToClient.to_i32());
 }
