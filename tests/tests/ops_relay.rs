@@ -18,9 +18,11 @@ use stratus_compat::request::offset::{
     QueryConsumerOffsetRequestHeader, QueueRequestHeader, read_offset_response,
 };
 use stratus_compat::request::relay::ResetOffsetRequestHeader;
+use stratus_compat::request::route::ClusterInfo;
 use stratus_compat::{RequestCode, ResponseCode};
 use stratus_tests::{
-    ClientRun, Node, args, client_installed, clients_required, mqadmin, run_client,
+    ClientRun, Node, args, client_installed, clients_required, free_port, free_port_range, mqadmin,
+    run_client,
 };
 
 /// Whether the Java clients (and, for `go`, the Go client) are built; skips otherwise.
@@ -150,6 +152,21 @@ fn table_rows(out: &str) -> Vec<(i32, i64)> {
             let cols: Vec<&str> = l.split_whitespace().collect();
             match cols.as_slice() {
                 ["broker-0", q, off] => Some((q.parse().ok()?, off.parse().ok()?)),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// Every `broker-<n>  <queueId>  <offset>` row mqadmin prints for a reset, by broker.
+fn all_table_rows(out: &str) -> Vec<(String, i32, i64)> {
+    out.lines()
+        .filter_map(|l| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            match cols.as_slice() {
+                [b, q, off] if b.starts_with("broker-") => {
+                    Some(((*b).to_owned(), q.parse().ok()?, off.parse().ok()?))
+                }
                 _ => None,
             }
         })
@@ -492,4 +509,131 @@ fn requests_get_their_replies_from_a_java_replier() {
     }
     // Replies are stored too (storeReplyMessageEnable): 3 per run in the reply topic.
     assert!(max_offset(&node, "DefaultCluster_REPLY_TOPIC", 0) >= 9);
+}
+
+/// A fresh PostgreSQL database for this run (`STRATUS_TEST_POSTGRES_URL`), or an SQLite
+/// file the processes share.
+fn meta_url(dir: &Path) -> String {
+    if let Ok(url) = std::env::var("STRATUS_TEST_POSTGRES_URL") {
+        let db = format!(
+            "stratus_relay_{}_{}",
+            std::process::id(),
+            stratus_tests::now_ms()
+        );
+        let status = std::process::Command::new("psql")
+            .args([url.as_str(), "-q", "-c", &format!("CREATE DATABASE {db}")])
+            .status()
+            .unwrap();
+        assert!(status.success(), "psql CREATE DATABASE failed");
+        let (base, _) = url.rsplit_once('/').unwrap();
+        return format!("{base}/{db}");
+    }
+    format!("embedded://{}", dir.join("meta.db").display())
+}
+
+/// Broker name → address, as the name server at `namesrv` publishes them.
+fn routes(namesrv: SocketAddr) -> HashMap<String, String> {
+    let cmd = RemotingCommand::request(RequestCode::GetBrokerClusterInfo.to_i32(), 0);
+    let resp = rpc(namesrv, cmd);
+    let Ok(info) = serde_json::from_slice::<ClusterInfo>(&resp.body) else {
+        return HashMap::new();
+    };
+    info.broker_addr_table
+        .into_iter()
+        .filter_map(|(name, b)| Some((name, b.broker_addrs.get("0")?.clone())))
+        .collect()
+}
+
+/// Two nodes on one meta and one object store, a shard each: a reset asked through either
+/// name server reaches both (mqadmin sends 222 to every broker of the topic's route), and
+/// each node tells the consumer connected to it, so the live consumer re-reads the queues
+/// of both shards.
+#[test]
+fn a_reset_reaches_the_consumer_through_every_node() {
+    if !have(&["java5"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let meta = meta_url(dir.path());
+    let objects = stratus_tests::cluster_object_store_url(dir.path());
+    let mut nodes = Vec::new();
+    let mut bases = Vec::new();
+    for n in ["a", "b"] {
+        let ns: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+        let base = free_port_range(2);
+        bases.push(base);
+        let id = format!("relay-{n}");
+        nodes.push(
+            Node::start_member(
+                &dir.path().join(n),
+                ns,
+                format!("127.0.0.1:{base}").parse().unwrap(),
+                &[
+                    ("STRATUS_NODE__ID", id.as_str()),
+                    ("STRATUS_NODE__SHARDS", "2"),
+                    ("STRATUS_META__URL", meta.as_str()),
+                    ("STRATUS_STORAGE__OBJECT_STORE_URL", objects.as_str()),
+                ],
+            )
+            .unwrap(),
+        );
+    }
+    let ns = nodes[0].namesrv_arg();
+    // Each node serves one shard (on its own base port + the shard).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let r = routes(nodes[0].namesrv);
+        let on = |base: u16| {
+            r.values()
+                .filter(|a| {
+                    a.rsplit_once(':')
+                        .and_then(|(_, p)| p.parse::<u16>().ok())
+                        .is_some_and(|p| p == base || p == base + 1)
+                })
+                .count()
+        };
+        if r.len() == 2 && on(bases[0]) == 1 && on(bases[1]) == 1 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "shards not one per node: {r:?}");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let scratch = dir.path().join("clients");
+    let sent = produce(&ns, "MultiT", 16, &scratch);
+    let brokers: std::collections::BTreeSet<&str> = sent
+        .iter()
+        .filter_map(|e| e["brokerName"].as_str())
+        .collect();
+    assert_eq!(brokers.len(), 2, "sent to both shards: {sent:?}");
+    let (consumer, _) = live_consumer("java5", &ns, "MultiT", "multi-g", &scratch);
+    wait_receipts(&consumer, "first delivery", Duration::from_secs(60), |r| {
+        r.len() == 16
+    });
+    let Some(out) = mqadmin(
+        "5.3.3",
+        &ns,
+        &[
+            "resetOffsetByTime",
+            "-g",
+            "multi-g",
+            "-t",
+            "MultiT",
+            "-s",
+            "0",
+        ],
+    )
+    .unwrap() else {
+        return;
+    };
+    let rows = all_table_rows(&out);
+    let names: std::collections::BTreeSet<&str> = rows.iter().map(|(b, _, _)| b.as_str()).collect();
+    assert_eq!(names.len(), 2, "both shards reset:\n{out}");
+    assert!(rows.iter().all(|(_, _, off)| *off == 0), "{out}");
+    // The client handles one reset at a time (~10 s each).
+    wait_receipts(
+        &consumer,
+        "re-delivery from both shards",
+        Duration::from_secs(90),
+        |r| r.len() == 16 && r.values().all(|n| *n >= 2),
+    );
 }
