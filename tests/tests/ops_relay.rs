@@ -311,14 +311,7 @@ fn reset_by_time_rereads_and_skip_moves_the_group_to_the_max() {
     if !have(&["java5"]) {
         return;
     }
-    struct K(std::path::PathBuf);
-    impl K {
-        fn path(&self) -> &Path {
-            &self.0
-        }
-    }
-    let dir = K(tempfile::tempdir().unwrap().keep());
-    eprintln!("KEEP {}", dir.0.display());
+    let dir = tempfile::tempdir().unwrap();
     let node = Node::start(dir.path()).unwrap();
     let ns = node.namesrv_arg();
     let scratch = dir.path().join("clients");
