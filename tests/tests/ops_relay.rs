@@ -15,7 +15,8 @@ use serde_json::Value;
 use stratus_compat::client::RemotingClient;
 use stratus_compat::command::RemotingCommand;
 use stratus_compat::request::offset::{
-    QueryConsumerOffsetRequestHeader, QueueRequestHeader, read_offset_response,
+    QueryConsumerOffsetRequestHeader, QueueRequestHeader, UpdateConsumerOffsetRequestHeader,
+    read_offset_response,
 };
 use stratus_compat::request::relay::ResetOffsetRequestHeader;
 use stratus_compat::request::route::ClusterInfo;
@@ -61,6 +62,21 @@ fn committed(node: &Node, group: &str, topic: &str, queue_id: i32) -> Option<i64
     .write_to(&mut cmd);
     let resp = rpc(node.broker, cmd);
     (resp.response_code() == ResponseCode::Success).then(|| read_offset_response(&resp).unwrap())
+}
+
+/// Commits the max offset of every queue (0..8) of `topic` for `group` (shard 0).
+fn commit_max(node: &Node, group: &str, topic: &str) {
+    for q in 0..8 {
+        let mut cmd = RemotingCommand::request(RequestCode::UpdateConsumerOffset.to_i32(), 0);
+        UpdateConsumerOffsetRequestHeader {
+            consumer_group: group.into(),
+            topic: topic.into(),
+            queue_id: q,
+            commit_offset: max_offset(node, topic, q),
+        }
+        .write_to(&mut cmd);
+        assert_eq!(rpc(node.broker, cmd).response_code(), ResponseCode::Success);
+    }
 }
 
 /// The max offset of `topic` queue `queue_id` (shard 0).
@@ -398,8 +414,45 @@ fn reset_by_time_rereads_and_skip_moves_the_group_to_the_max() {
     }
     assert_eq!(total, 6);
 
-    // A group with no consumer here: CONSUMER_NOT_ONLINE, nothing reset (mqadmin then
-    // falls back to reading consume stats and committing offsets itself).
+    // A group with no consumer online that consumed before (its offsets are committed, as a
+    // consumer that read everything leaves them): reset in meta and answered, through either
+    // tool version.
+    commit_max(&node, "gone-g", "SkipT");
+    for version in ["5.3.3", "4.9.8"] {
+        let Some(out) = mqadmin(
+            version,
+            &ns,
+            &[
+                "resetOffsetByTime",
+                "-g",
+                "gone-g",
+                "-t",
+                "SkipT",
+                "-s",
+                "0",
+            ],
+        )
+        .unwrap() else {
+            continue;
+        };
+        let rows = table_rows(&out);
+        assert!(
+            !rows.is_empty() && rows.iter().all(|(_, off)| *off == 0),
+            "{version}:\n{out}"
+        );
+        for (q, _) in rows {
+            assert_eq!(
+                committed(&node, "gone-g", "SkipT", q),
+                Some(0),
+                "{version} queue {q}"
+            );
+        }
+        // Back to the end for the next version's run.
+        commit_max(&node, "gone-g", "SkipT");
+    }
+
+    // A group unknown here: CONSUMER_NOT_ONLINE, nothing reset (mqadmin then falls back to
+    // reading consume stats and committing offsets itself).
     let mut cmd = RemotingCommand::request(RequestCode::InvokeBrokerToResetOffset.to_i32(), 0);
     ResetOffsetRequestHeader {
         group: "offline-g".into(),

@@ -1,29 +1,36 @@
 //! Offset reset and consumer status asked of the broker by an admin:
 //! INVOKE_BROKER_TO_RESET_OFFSET (222) and INVOKE_BROKER_TO_GET_CONSUMER_STATUS (223).
 //!
-//! The reset follows `Broker2Client#resetOffset` (the path every client version knows):
-//! for each queue of the topic on the asked shard the new offset is found by store time
-//! (`timestamp` -1: the max offset, as `skipAccumulatedMessage` asks), kept at the group's
-//! current offset when that is already lower and `isForce` is false (a reset without force
-//! only moves back), then RESET_CONSUMER_CLIENT_OFFSET (220, one-way, ResetOffsetBody) goes
-//! to every consumer of the group connected to this node, once per client id, and the
-//! table is the answer. A group with no consumer here is answered CONSUMER_NOT_ONLINE, on
-//! which mqadmin falls back to reading and committing offsets itself. A 5.x request for one
-//! queue (`queueId` ≥ 0, optionally `offset`) resets only that queue, checked against its
-//! range as `resetOffsetInner` does.
+//! The reference has two resets. `Broker2Client#resetOffset` (4.x, and 5.x with
+//! `useServerSideResetOffset=false`) computes the table, pushes it to the group's consumers
+//! (RESET_CONSUMER_CLIENT_OFFSET, 220), persists nothing itself (each client commits what
+//! it was sent) and answers CONSUMER_NOT_ONLINE when no consumer is connected, on which
+//! mqadmin resets through GET_CONSUME_STATS and UPDATE_CONSUMER_OFFSET itself.
+//! `resetOffsetInner` (5.3.3's default) commits the table at once, pushes nothing, answers
+//! it even with no consumer online (SUBSCRIPTION_GROUP_NOT_EXIST for an unknown group), and
+//! moves live consumers by answering their next pull of each queue OFFSET_RESET.
 //!
-//! Unlike the reference, which leaves persisting to the client (it commits the offsets it
-//! was sent), the new offsets are also committed in meta here, before the consumers are
-//! told: the reset holds even if a consumer goes away first, and consumers on other nodes
-//! read the same offsets when they next query them. Each reset queue is then *fenced*
-//! ([`ResetFences`], as the reference's server-side reset guards its `resetOffsetTable`):
-//! until the group pulls the queue from the reset offset (or [`FENCE_TTL_MS`] passes),
-//! commits of any other offset (UPDATE_CONSUMER_OFFSET, a pull's commit flag) are answered
-//! but not applied. A Java consumer keeps committing its old offsets for the ~10 s it is
-//! suspended by the reset, and commits are applied concurrently, so without the fence a
-//! stale commit could land after the reset and the consumer would resume from it. A queue of a group without a committed
-//! offset is reset like any other (the reference refuses the whole reset with
-//! SYSTEM_ERROR "THe consumer group <g> not exist" when one queue has none).
+//! Stratus does both halves that matter: for each queue of the topic on the asked shard the
+//! new offset is found by store time (`timestamp` -1: the max offset, as
+//! `skipAccumulatedMessage` asks) and kept at the group's offset when that is already lower
+//! and `isForce` is false (only back without force, as `Broker2Client`; the inner reset
+//! ignores `isForce`); the table is committed in meta; 220 goes to every consumer of the
+//! group connected to this node, once per client id (every client version handles it); the
+//! table is the answer. With no consumer here the reset still applies when the group is
+//! known — it has a committed offset on one of the queues — as 5.3.3 does; a group unknown
+//! here gets CONSUMER_NOT_ONLINE, so mqadmin takes its own path. A 5.x request for one queue
+//! (`queueId` ≥ 0, optionally `offset`) resets only that queue, checked against its range as
+//! `resetOffsetInner` does. A queue without a committed offset is reset like the others
+//! (`Broker2Client` refuses the whole reset, SYSTEM_ERROR "THe consumer group <g> not
+//! exist", when one queue has none).
+//!
+//! Each reset queue is then *fenced* ([`ResetFences`], as the inner reset guards its
+//! `resetOffsetTable`): until the group pulls the queue from the reset offset (or
+//! [`FENCE_TTL_MS`] passes), commits of any other offset (UPDATE_CONSUMER_OFFSET, a pull's
+//! commit flag) are answered but not applied. A Java consumer keeps committing its old
+//! offsets for the ~10 s it is suspended by the reset, and commits are applied
+//! concurrently, so without the fence a stale commit could land after the reset and the
+//! consumer would resume from it.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -116,13 +123,6 @@ pub(crate) async fn reset_offset(
             topic: h.topic.clone(),
         })?;
     let consumers = rmq.registry.consumer_channels_by_client(&h.group);
-    if consumers.is_empty() {
-        return Err(GatewayError::ConsumerNotOnline {
-            group: h.group,
-            topic: h.topic,
-            timestamp: h.timestamp,
-        });
-    }
     let group = ConsumerGroup::new(h.group.clone());
     let queue_ids: Vec<i32> = if h.queue_id >= 0 {
         vec![h.queue_id]
@@ -131,6 +131,7 @@ pub(crate) async fn reset_offset(
     };
     let mut table = Vec::with_capacity(queue_ids.len());
     let mut commits = Vec::with_capacity(queue_ids.len());
+    let mut known = false;
     for queue_id in queue_ids {
         let queue = QueueKey {
             shard,
@@ -161,6 +162,7 @@ pub(crate) async fn reset_offset(
                 };
                 let found = found.max(0);
                 let current = rmq.node.committed_offset(&group, &queue).await?;
+                known |= current.is_some();
                 match current {
                     Some(c) if !h.is_force && found >= c.0 => c.0,
                     _ => found,
@@ -179,6 +181,13 @@ pub(crate) async fn reset_offset(
             group: group.clone(),
             queue,
             offset: QueueOffset(target),
+        });
+    }
+    if consumers.is_empty() && !known && h.offset.is_none_or(|o| o == -1) {
+        return Err(GatewayError::ConsumerNotOnline {
+            group: h.group,
+            topic: h.topic,
+            timestamp: h.timestamp,
         });
     }
     let now = rmq.node.clock.now_ms();

@@ -380,11 +380,11 @@ async fn a_reset_of_one_queue_to_an_offset_is_checked_against_the_queue() {
 }
 
 #[tokio::test]
-async fn a_reset_without_consumers_or_topic_is_refused_as_the_reference() {
+async fn a_reset_without_consumers_applies_to_a_known_group_only() {
     let t = front().await;
     orders(&t).await;
-    commit(&t, 0, 5).await;
     let (admin, mut arx) = channel(9);
+    // Unknown here (no committed offset): CONSUMER_NOT_ONLINE, nothing committed.
     let resp = dispatch(&t.rmq, &admin, &mut arx, reset(0, true, -1, None))
         .await
         .unwrap();
@@ -393,7 +393,20 @@ async fn a_reset_without_consumers_or_topic_is_refused_as_the_reference() {
         resp.remark.as_deref(),
         Some("Consumer not online, so can not reset offset, Group: g Topic: Orders Timestamp: 0")
     );
-    assert_eq!(committed(&t, 0).await, Some(5), "nothing reset");
+    assert_eq!(committed(&t, 0).await, None);
+    // Known (it committed before): reset in meta and answered, as 5.3.3's server-side reset.
+    commit(&t, 0, 5).await;
+    let resp = dispatch(&t.rmq, &admin, &mut arx, reset(0, true, -1, None))
+        .await
+        .unwrap();
+    assert_eq!(resp.response_code(), ResponseCode::Success);
+    assert!(
+        decode_reset_offset_body(&resp.body)
+            .unwrap()
+            .contains(&(mq(0), 0))
+    );
+    assert_eq!(committed(&t, 0).await, Some(0));
+    assert_eq!(committed(&t, 1).await, Some(0));
     let _c = consumer(&t, 1, "a");
     let cmd = request(RequestCode::InvokeBrokerToResetOffset, |cmd| {
         ResetOffsetRequestHeader {
