@@ -417,20 +417,12 @@ fn reset_by_time_rereads_and_skip_moves_the_group_to_the_max() {
     // A group with no consumer online that consumed before (its offsets are committed, as a
     // consumer that read everything leaves them): reset in meta and answered, through either
     // tool version.
-    commit_max(&node, "gone-g", "SkipT");
-    for version in ["5.3.3", "4.9.8"] {
+    for (version, group) in [("5.3.3", "gone-g5"), ("4.9.8", "gone-g4")] {
+        commit_max(&node, group, "SkipT");
         let Some(out) = mqadmin(
             version,
             &ns,
-            &[
-                "resetOffsetByTime",
-                "-g",
-                "gone-g",
-                "-t",
-                "SkipT",
-                "-s",
-                "0",
-            ],
+            &["resetOffsetByTime", "-g", group, "-t", "SkipT", "-s", "0"],
         )
         .unwrap() else {
             continue;
@@ -442,13 +434,11 @@ fn reset_by_time_rereads_and_skip_moves_the_group_to_the_max() {
         );
         for (q, _) in rows {
             assert_eq!(
-                committed(&node, "gone-g", "SkipT", q),
+                committed(&node, group, "SkipT", q),
                 Some(0),
                 "{version} queue {q}"
             );
         }
-        // Back to the end for the next version's run.
-        commit_max(&node, "gone-g", "SkipT");
     }
 
     // A group unknown here: CONSUMER_NOT_ONLINE, nothing reset (mqadmin then falls back to
