@@ -194,7 +194,13 @@ pub(crate) async fn reset_offset(
     for c in &commits {
         rmq.resets.set(&h.group, c.queue.clone(), c.offset.0, now);
     }
-    rmq.node.commit_offsets(&commits).await?;
+    if let Err(e) = rmq.node.commit_offsets(&commits).await {
+        // Nothing was reset: the fences go again.
+        for c in &commits {
+            rmq.resets.pulled(&h.group, &c.queue, c.offset.0);
+        }
+        return Err(e.into());
+    }
     let body = encode_reset_offset_body(&table);
     for (client_id, channel) in &consumers {
         let mut push = RemotingCommand::request(RequestCode::ResetConsumerClientOffset.to_i32(), 0);
