@@ -291,6 +291,31 @@ fn running_info_and_consume_directly_reach_a_live_consumer() {
         "{err}"
     );
 
+    // mqadmin's own 307 paths ask GET_CONSUMER_CONNECTION_LIST (203) first, and
+    // consumerProgress GET_CONSUME_STATS (208) too: checked where the node answers those.
+    let ip = client_id.split('@').next().unwrap().to_owned();
+    for (cmd, expect) in [
+        (
+            vec!["consumerStatus", "-g", "relay-g", "-i", client_id.as_str()],
+            "RelayT",
+        ),
+        (
+            vec!["consumerProgress", "-g", "relay-g", "-s", "true"],
+            ip.as_str(),
+        ),
+    ] {
+        let Some(out) = mqadmin("5.3.3", &ns, &cmd).unwrap() else {
+            break;
+        };
+        if out.contains("request type 203 not supported")
+            || out.contains("request type 208 not supported")
+        {
+            eprintln!("{}: needs 203/208, not served by this build", cmd[0]);
+            continue;
+        }
+        assert!(out.contains(expect), "{}:\n{out}", cmd[0]);
+    }
+
     // 309: mqadmin reads the message by its offset id, the broker sends it to the consumer,
     // whose listener consumes it once more.
     let offset_id = sent[0]["offsetMsgId"].as_str().unwrap();
