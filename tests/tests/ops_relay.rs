@@ -291,6 +291,35 @@ fn running_info_and_consume_directly_reach_a_live_consumer() {
         "{err}"
     );
 
+    // 223 → 221: the consumer's own offsets, by client id (it consumed all three).
+    let (rc, events) = run_client(
+        "java5",
+        &args(&[
+            "consumer-status",
+            "--namesrv",
+            &ns,
+            "--broker",
+            &broker,
+            "--group",
+            "relay-g",
+            "--topic",
+            "RelayT",
+        ]),
+        &scratch,
+        Duration::from_secs(60),
+    )
+    .unwrap();
+    assert_eq!(rc, 0, "{events:?}");
+    let status = events
+        .iter()
+        .find(|e| e["event"] == "consumerStatus")
+        .unwrap();
+    assert_eq!(
+        status["clients"][client_id.as_str()]["offsetSum"],
+        3,
+        "{status}"
+    );
+
     // mqadmin's own 307 paths ask GET_CONSUMER_CONNECTION_LIST (203) first, and
     // consumerProgress GET_CONSUME_STATS (208) too: checked where the node answers those.
     let ip = client_id.split('@').next().unwrap().to_owned();

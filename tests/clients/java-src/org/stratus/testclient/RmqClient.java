@@ -148,6 +148,7 @@ public final class RmqClient {
                 case "request": rc = request(m); break;
                 case "reply": rc = reply(m); break;
                 case "running-info": rc = runningInfo(m); break;
+                case "consumer-status": rc = consumerStatus(m); break;
                 default: usage("unknown command " + args[0]); rc = 64;
             }
         } catch (IllegalArgumentException e) {
@@ -841,6 +842,45 @@ public final class RmqClient {
                 .getConsumerRunningInfo(broker, group, clientId, false, 10000);
             Object json = info.getClass().getMethod("toJson").invoke(info);
             emit("{\"event\":\"runningInfo\",\"json\":" + q(String.valueOf(json)) + "}");
+        } catch (Exception e) {
+            emit(errLine(0, errText(e)));
+            rc = 1;
+        }
+        producer.shutdown();
+        emit("{\"event\":\"done\"}");
+        return rc;
+    }
+
+    /**
+     * consumer-status: INVOKE_BROKER_TO_GET_CONSUMER_STATUS of --group on --topic asked of
+     * --broker (each consumer's own offsets, by client id), as DefaultMQAdminExt#getConsumeStatus.
+     */
+    static int consumerStatus(Map<String, String> m) throws Exception {
+        String namesrv = req(m, "namesrv");
+        String broker = req(m, "broker");
+        String group = req(m, "group");
+        String topic = req(m, "topic");
+        DefaultMQProducer producer = new DefaultMQProducer("stratus-admin-" + ProcessHandle.current().pid());
+        producer.setNamesrvAddr(namesrv);
+        producer.setVipChannelEnabled(false);
+        producer.setInstanceName("stratus-admin-" + ProcessHandle.current().pid());
+        producer.start();
+        int rc = 0;
+        try {
+            Map<String, Map<MessageQueue, Long>> table = producer.getDefaultMQProducerImpl().getMqClientFactory()
+                .getMQClientAPIImpl().invokeBrokerToGetConsumerStatus(broker, topic, group, "", 10000);
+            StringBuilder b = new StringBuilder("{\"event\":\"consumerStatus\",\"clients\":{");
+            boolean first = true;
+            for (Map.Entry<String, Map<MessageQueue, Long>> e : table.entrySet()) {
+                long sum = 0;
+                for (Long off : e.getValue().values()) {
+                    sum += off;
+                }
+                b.append(first ? "" : ",").append(q(e.getKey())).append(":{\"queues\":").append(e.getValue().size())
+                    .append(",\"offsetSum\":").append(sum).append('}');
+                first = false;
+            }
+            emit(b.append("}}").toString());
         } catch (Exception e) {
             emit(errLine(0, errText(e)));
             rc = 1;
