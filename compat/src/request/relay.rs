@@ -304,6 +304,36 @@ pub fn encode_reset_offset_body(table: &[(MessageQueue, i64)]) -> Vec<u8> {
     format!("{{\"offsetTable\":{}}}", encode_offset_table(table)).into_bytes()
 }
 
+/// ResetOffsetBodyForC, what the reference pushes (220) when the reset was asked by a C++
+/// admin: `{"offsetTable":[{"brokerName","offset","queueId","topic"},…]}`.
+pub fn encode_reset_offset_body_for_c(table: &[(MessageQueue, i64)]) -> Vec<u8> {
+    #[derive(serde::Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct MessageQueueForC<'a> {
+        broker_name: &'a str,
+        offset: i64,
+        queue_id: i32,
+        topic: &'a str,
+    }
+    #[derive(serde::Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Body<'a> {
+        offset_table: Vec<MessageQueueForC<'a>>,
+    }
+    let body = Body {
+        offset_table: table
+            .iter()
+            .map(|(mq, offset)| MessageQueueForC {
+                broker_name: &mq.broker_name,
+                offset: *offset,
+                queue_id: mq.queue_id,
+                topic: &mq.topic,
+            })
+            .collect(),
+    };
+    serde_json::to_vec(&body).unwrap_or_default()
+}
+
 /// GetConsumerStatusBody of 223's answer: `consumerTable` of each client id's raw
 /// `Map<MessageQueue, Long>` text (as [`raw_field`] took it from the client's answer).
 pub fn encode_consumer_status_body(tables: &[(String, String)]) -> Vec<u8> {
@@ -596,6 +626,15 @@ mod tests {
         ] {
             assert!(decode_reset_offset_body(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn the_c_form_of_the_reset_body_is_a_list() {
+        let body = encode_reset_offset_body_for_c(&[(mq("broker-1", 2, "T"), 7)]);
+        assert_eq!(
+            String::from_utf8(body).unwrap(),
+            "{\"offsetTable\":[{\"brokerName\":\"broker-1\",\"offset\":7,\"queueId\":2,\"topic\":\"T\"}]}"
+        );
     }
 
     #[test]

@@ -39,12 +39,13 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use stratus_compat::RequestCode;
+use stratus_compat::code::LanguageCode;
 use stratus_compat::command::RemotingCommand;
 use stratus_compat::request::broker_name;
 use stratus_compat::request::lock::MessageQueue;
 use stratus_compat::request::relay::{
     GetConsumerStatusRequestHeader, ResetOffsetRequestHeader, encode_consumer_status_body,
-    encode_reset_offset_body, raw_field,
+    encode_reset_offset_body, encode_reset_offset_body_for_c, raw_field,
 };
 use stratus_compat::types::{ConsumerGroup, QueueId, QueueOffset, Topic};
 use stratus_meta::{ConsumerOffset, QueueKey};
@@ -202,6 +203,12 @@ pub(crate) async fn reset_offset(
         return Err(e.into());
     }
     let body = encode_reset_offset_body(&table);
+    // The reference pushes the C form to every consumer when a C++ admin asked.
+    let push_body = if cmd.language == LanguageCode::Cpp {
+        encode_reset_offset_body_for_c(&table)
+    } else {
+        body.clone()
+    };
     for (client_id, channel) in &consumers {
         let mut push = RemotingCommand::request(RequestCode::ResetConsumerClientOffset.to_i32(), 0);
         ResetOffsetRequestHeader {
@@ -213,7 +220,7 @@ pub(crate) async fn reset_offset(
             is_force: false,
         }
         .write_to(&mut push);
-        push.body = body.clone().into();
+        push.body = push_body.clone().into();
         channel.oneway(push);
         info!(topic = %h.topic, group = %h.group, %client_id, "offset reset pushed to the consumer");
     }

@@ -637,3 +637,25 @@ async fn a_requester_known_only_from_its_request_gets_the_reply() {
     let (push, _) = client.await.unwrap();
     assert_eq!(push.code, RequestCode::PushReplyMessageToClient.to_i32());
 }
+
+#[tokio::test]
+async fn a_reset_asked_by_a_cpp_admin_pushes_the_c_form() {
+    let t = front().await;
+    orders(&t).await;
+    let (_c, mut rx) = consumer(&t, 1, "a");
+    let (admin, mut arx) = channel(9);
+    let mut cmd = reset(0, true, 0, None);
+    cmd.language = stratus_compat::code::LanguageCode::Cpp;
+    let resp = dispatch(&t.rmq, &admin, &mut arx, cmd).await.unwrap();
+    assert_eq!(resp.response_code(), ResponseCode::Success);
+    // The answer keeps the map form; the push is a list.
+    assert_eq!(
+        decode_reset_offset_body(&resp.body).unwrap(),
+        vec![(mq(0), 0)]
+    );
+    let push = rx.try_recv().expect("pushed");
+    let body: serde_json::Value = serde_json::from_slice(&push.body).unwrap();
+    assert_eq!(body["offsetTable"][0]["queueId"], 0);
+    assert_eq!(body["offsetTable"][0]["brokerName"], "broker-0");
+    assert_eq!(body["offsetTable"][0]["offset"], 0);
+}
