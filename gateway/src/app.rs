@@ -57,6 +57,9 @@ impl App {
         let components = Components::open(&config, injected).await?;
         let node = Arc::new(Node::new(config, components).await?);
         let remoting = Remoting::new(node.clone());
+        crate::remoting::processor::reply::create_reply_topic(&remoting)
+            .await
+            .context("create the reply topic")?;
         // The name-server port first; each shard's port is bound when the shard is taken.
         let addr = node.config.listen.namesrv_addr;
         let l = tokio::net::TcpListener::bind(addr)

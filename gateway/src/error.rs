@@ -204,6 +204,72 @@ pub(crate) enum GatewayError {
         /// The decoder's message.
         detail: String,
     },
+    /// A request to relay to a consumer that has no channel on this node.
+    #[error("The Consumer <{group}> <{client_id}> not online")]
+    ConsumerNotConnected {
+        /// Consumer group.
+        group: String,
+        /// Client id.
+        client_id: String,
+    },
+    /// A consumer did not answer a relayed request in time.
+    #[error("consumer <{group}> <{client_id}> Timeout: {detail}")]
+    ConsumerTimeout {
+        /// Consumer group.
+        group: String,
+        /// Client id.
+        client_id: String,
+        /// What the wait saw.
+        detail: String,
+    },
+    /// A relayed request could not reach the consumer (its connection closed, too many
+    /// requests await it).
+    #[error("invoke consumer <{group}> <{client_id}> Exception: {detail}")]
+    ConsumerInvokeFailed {
+        /// Consumer group.
+        group: String,
+        /// Client id.
+        client_id: String,
+        /// Why.
+        detail: String,
+    },
+    /// Offset reset of a group with no consumer connected to this node.
+    #[error(
+        "Consumer not online, so can not reset offset, Group: {group} Topic: {topic} Timestamp: {timestamp}"
+    )]
+    ConsumerNotOnline {
+        /// Consumer group.
+        group: String,
+        /// Topic.
+        topic: String,
+        /// The reset's timestamp.
+        timestamp: i64,
+    },
+    /// Consumer status of a group with no consumer connected to this node.
+    #[error("No Any Consumer online in the consumer group: [{group}]")]
+    NoConsumerOnline {
+        /// Consumer group.
+        group: String,
+    },
+    /// Offset reset of a topic this node does not know.
+    #[error("[reset-offset] reset offset failed, no topic in this broker. topic={topic}")]
+    ResetTopicNotExist {
+        /// Topic.
+        topic: String,
+    },
+    /// Offset reset of one queue to an offset outside the queue.
+    #[error("Target offset {offset} not in consume queue range [{min}-{max}]")]
+    ResetOffsetOutOfRange {
+        /// Asked for.
+        offset: i64,
+        /// The queue's min offset.
+        min: i64,
+        /// The queue's max offset.
+        max: i64,
+    },
+    /// A reply that could not be pushed to its requester (the reference's remark).
+    #[error("{0}")]
+    ReplyNotPushed(String),
     /// The client's connection closed while its request waited.
     #[error("connection closed")]
     ConnectionClosed,

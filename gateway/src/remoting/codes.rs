@@ -21,7 +21,14 @@ impl GatewayError {
             | Self::ProducerGroupWrong
             | Self::TranStateTableOffsetWrong
             | Self::CorruptRecord { .. }
+            | Self::ConsumerNotConnected { .. }
+            | Self::ConsumerInvokeFailed { .. }
+            | Self::NoConsumerOnline { .. }
+            | Self::ResetOffsetOutOfRange { .. }
+            | Self::ReplyNotPushed(_)
             | Self::ConnectionClosed => ResponseCode::SystemError,
+            Self::ConsumerTimeout { .. } => ResponseCode::ConsumeMsgTimeout,
+            Self::ConsumerNotOnline { .. } => ResponseCode::ConsumerNotOnline,
             Self::TopicName(_)
             | Self::InvalidParameter(_)
             | Self::SendQueueIllegal { .. }
@@ -34,7 +41,9 @@ impl GatewayError {
             | Self::MalformedBatch(_)
             | Self::EmptyBatch
             | Self::BadTimerProperty { .. } => ResponseCode::MessageIllegal,
-            Self::TopicNotExist { .. } | Self::UnknownTopic { .. } => ResponseCode::TopicNotExist,
+            Self::TopicNotExist { .. }
+            | Self::UnknownTopic { .. }
+            | Self::ResetTopicNotExist { .. } => ResponseCode::TopicNotExist,
             Self::NotSendable { .. } | Self::NotWritable { .. } | Self::NotReadable { .. } => {
                 ResponseCode::NoPermission
             }

@@ -105,6 +105,7 @@ pub(crate) fn handle(
     let ch = channel.clone();
     match code {
         RequestCode::SendMessage | RequestCode::SendMessageV2 | RequestCode::SendBatchMessage => {
+            processor::reply::note_request(&rmq, &ch, &cmd);
             let prepared = span.in_scope(|| processor::send::prepare(&rmq, &ch, &cmd));
             tasks.spawn(
                 async move {
@@ -185,6 +186,19 @@ async fn route(
         C::GetAllTopicConfig => processor::admin::all_topic_config(rmq),
         C::GetBrokerRuntimeInfo => processor::admin::runtime_info(rmq),
         C::ViewMessageById => processor::admin::view_message(rmq, &cmd).await,
+        C::GetConsumerRunningInfo => {
+            processor::relay::consumer_running_info(rmq, &cmd, permit).await
+        }
+        C::ConsumeMessageDirectly => {
+            processor::relay::consume_message_directly(rmq, &cmd, permit).await
+        }
+        C::InvokeBrokerToResetOffset => processor::reset::reset_offset(rmq, ch, &cmd).await,
+        C::InvokeBrokerToGetConsumerStatus => {
+            processor::reset::consumer_status(rmq, &cmd, permit).await
+        }
+        C::SendReplyMessage | C::SendReplyMessageV2 => {
+            processor::reply::send_reply(rmq, ch, cmd, permit).await
+        }
         other => Err(GatewayError::NotSupported {
             code: other.to_i32(),
         }),

@@ -43,6 +43,8 @@ pub(crate) struct Remoting {
     pub(crate) locks: locks::QueueLocks,
     /// The last order config seen per topic, for route lookups while meta is away.
     pub(crate) order_confs: processor::route::OrderConfs,
+    /// Queues whose consumer offsets were just reset (stale commits are not applied).
+    pub(crate) resets: processor::reset::ResetFences,
 }
 
 impl Remoting {
@@ -54,6 +56,7 @@ impl Remoting {
             transactions: rewrite::transaction::Transactions::default(),
             locks: locks::QueueLocks::default(),
             order_confs: processor::route::OrderConfs::default(),
+            resets: processor::reset::ResetFences::default(),
         })
     }
 

@@ -44,6 +44,9 @@ struct ConsumerGroupInfo {
 struct State {
     consumers: HashMap<String, ConsumerGroupInfo>,
     producers: HashMap<String, HashMap<u64, Member>>,
+    /// The client id each connection last sent a request-reply request for (its
+    /// `REPLY_TO_CLIENT`), by channel id: one entry per connection at most.
+    requesters: HashMap<u64, (String, Arc<Channel>)>,
 }
 
 /// The registry.
@@ -173,6 +176,7 @@ impl Registry {
     /// Connection closed: removes the channel from every group.
     pub(crate) fn channel_closed(&self, channel_id: u64) {
         let mut st = self.state.lock();
+        st.requesters.remove(&channel_id);
         st.producers.retain(|_, members| {
             members.remove(&channel_id);
             !members.is_empty()
@@ -258,6 +262,82 @@ impl Registry {
             .map(|m| m.channel.clone())
             .collect()
     }
+}
+
+impl Registry {
+    /// The open channel of `client_id` in consumer `group` that heartbeated last
+    /// (`ConsumerManager#findChannel`).
+    pub(crate) fn consumer_channel(&self, group: &str, client_id: &str) -> Option<Arc<Channel>> {
+        let st = self.state.lock();
+        let info = st.consumers.get(group)?;
+        latest(info.members.values().filter(|m| m.client_id == client_id))
+    }
+
+    /// One open channel per client id of consumer `group` (the one that heartbeated last),
+    /// by client id.
+    pub(crate) fn consumer_channels_by_client(&self, group: &str) -> Vec<(String, Arc<Channel>)> {
+        let st = self.state.lock();
+        let Some(info) = st.consumers.get(group) else {
+            return Vec::new();
+        };
+        let mut by_client: BTreeMap<&str, Vec<&Member>> = BTreeMap::new();
+        for m in info.members.values() {
+            by_client.entry(m.client_id.as_str()).or_default().push(m);
+        }
+        by_client
+            .into_iter()
+            .filter_map(|(id, ms)| latest(ms.into_iter()).map(|ch| (id.to_owned(), ch)))
+            .collect()
+    }
+
+    /// The open channel of producer client `client_id` in any group that heartbeated last
+    /// (`ProducerManager#findChannel`).
+    pub(crate) fn producer_channel_by_client(&self, client_id: &str) -> Option<Arc<Channel>> {
+        let st = self.state.lock();
+        latest(
+            st.producers
+                .values()
+                .flat_map(|g| g.values())
+                .filter(|m| m.client_id == client_id),
+        )
+    }
+}
+
+impl Registry {
+    /// `channel` sent a request whose replies go to `client_id` (its `REPLY_TO_CLIENT`).
+    pub(crate) fn note_requester(&self, channel: &Arc<Channel>, client_id: &str) {
+        let mut st = self.state.lock();
+        match st.requesters.get(&channel.id) {
+            Some((c, _)) if c == client_id => {}
+            _ => {
+                st.requesters
+                    .insert(channel.id, (client_id.to_owned(), channel.clone()));
+            }
+        }
+    }
+
+    /// Where replies to `client_id` go: its producer channel (`ProducerManager#findChannel`),
+    /// else an open connection on which it sent a request (a requester whose first
+    /// heartbeat has not arrived yet).
+    pub(crate) fn requester_channel(&self, client_id: &str) -> Option<Arc<Channel>> {
+        if let Some(ch) = self.producer_channel_by_client(client_id) {
+            return Some(ch);
+        }
+        let st = self.state.lock();
+        st.requesters
+            .values()
+            .filter(|(c, ch)| c == client_id && !ch.closed.is_cancelled())
+            .max_by_key(|(_, ch)| ch.id)
+            .map(|(_, ch)| ch.clone())
+    }
+}
+
+/// The open channel among `members` that heartbeated last.
+fn latest<'a>(members: impl Iterator<Item = &'a Member>) -> Option<Arc<Channel>> {
+    members
+        .filter(|m| !m.channel.closed.is_cancelled())
+        .max_by_key(|m| (m.last_heartbeat_ms, m.channel.id))
+        .map(|m| m.channel.clone())
 }
 
 fn subscription(sub: &SubscriptionData) -> Subscription {
@@ -350,6 +430,45 @@ mod tests {
             n.code,
             stratus_compat::RequestCode::NotifyConsumerIdsChanged.to_i32()
         );
+    }
+
+    #[test]
+    fn channels_are_found_by_client_id_the_latest_open_one_first() {
+        let reg = Registry::default();
+        let (a1, _r1) = channel(1);
+        let (a2, _r2) = channel(2);
+        let (b, _r3) = channel(3);
+        let data = consumer("g", &[("T", "*")]);
+        reg.register_consumer(&a1, "a", &data, 10);
+        reg.register_consumer(&a2, "a", &data, 20);
+        reg.register_consumer(&b, "b", &data, 5);
+        assert_eq!(reg.consumer_channel("g", "a").map(|c| c.id), Some(2));
+        assert!(reg.consumer_channel("g", "nobody").is_none());
+        assert!(reg.consumer_channel("other", "a").is_none());
+        a2.closed.cancel();
+        assert_eq!(reg.consumer_channel("g", "a").map(|c| c.id), Some(1));
+        let ids: Vec<(String, u64)> = reg
+            .consumer_channels_by_client("g")
+            .into_iter()
+            .map(|(c, ch)| (c, ch.id))
+            .collect();
+        assert_eq!(ids, vec![("a".to_owned(), 1), ("b".to_owned(), 3)]);
+        reg.register_producer(&a1, "a", "pg", 1);
+        reg.register_producer(&b, "b", "pg2", 1);
+        assert_eq!(reg.producer_channel_by_client("b").map(|c| c.id), Some(3));
+        assert!(reg.producer_channel_by_client("zz").is_none());
+        // A requester known only from its requests, until its connection closes.
+        let (r, _r4) = channel(4);
+        reg.note_requester(&r, "req");
+        reg.note_requester(&r, "req");
+        assert_eq!(reg.requester_channel("req").map(|c| c.id), Some(4));
+        assert_eq!(
+            reg.requester_channel("b").map(|c| c.id),
+            Some(3),
+            "producers first"
+        );
+        reg.channel_closed(4);
+        assert!(reg.requester_channel("req").is_none());
     }
 
     #[test]

@@ -71,6 +71,8 @@ func main() {
 		rc = pull(os.Args[2:])
 	case "txn":
 		rc = txn(os.Args[2:])
+	case "request":
+		rc = request(os.Args[2:])
 	default:
 		die(64, "unknown command %s", os.Args[1])
 	}
@@ -730,4 +732,55 @@ func txn(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// ------------------------------------------------------------------ request
+
+// request sends --count requests with Producer.Request and waits for each reply.
+func request(args []string) int {
+	fs := flag.NewFlagSet("request", flag.ExitOnError)
+	namesrv := fs.String("namesrv", "", "")
+	topic := fs.String("topic", "", "")
+	group := fs.String("group", "", "")
+	count := fs.Int("count", 0, "")
+	timeoutMs := fs.Int("timeout-ms", 10000, "")
+	_ = fs.Parse(args)
+	requireFlags(fs, "namesrv", "topic", "group", "count")
+	p, err := rocketmq.NewProducer(
+		producer.WithNameServer(nameServer(*namesrv)),
+		producer.WithGroupName(*group),
+		producer.WithInstanceName(fmt.Sprintf("stratus-%d", os.Getpid())),
+		producer.WithSendMsgTimeout(10*time.Second),
+		producer.WithRetry(2),
+	)
+	if err == nil {
+		err = p.Start()
+	}
+	if err != nil {
+		errLine(-1, err)
+		emit("event", "done", "replies", 0, "errors", 1)
+		return 1
+	}
+	emit("event", "ready")
+	replies, errs := 0, 0
+	for i := 0; i < *count; i++ {
+		m := primitive.NewMessage(*topic, []byte(fmt.Sprintf("q%d", i)))
+		m.WithTag("req")
+		m.WithProperty("seq", strconv.Itoa(i))
+		r, err := p.Request(context.Background(), time.Duration(*timeoutMs)*time.Millisecond, m)
+		if err != nil {
+			errs++
+			errLine(i, err)
+			continue
+		}
+		replies++
+		emit("event", "reply", "seq", i, "body", string(r.Body), "topic", r.Topic,
+			"correlationId", r.GetProperty(primitive.PropertyCorrelationID))
+	}
+	_ = p.Shutdown()
+	emit("event", "done", "replies", replies, "errors", errs)
+	if errs == 0 && replies == *count {
+		return 0
+	}
+	return 1
 }

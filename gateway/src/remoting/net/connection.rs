@@ -158,7 +158,13 @@ async fn serve_halves<R, W>(
             Some(Err(e)) => break Stop::BadFrame(e.to_string()),
             Some(Ok(cmd)) => {
                 if cmd.is_response() {
-                    debug!(opaque = cmd.opaque, code = cmd.code, "response from client");
+                    let (opaque, code) = (cmd.opaque, cmd.code);
+                    if !channel.complete(cmd) {
+                        debug!(
+                            opaque,
+                            code, "response from client matches no pending request"
+                        );
+                    }
                     continue;
                 }
                 admitted.touch(clock.now_ms());

@@ -5,6 +5,9 @@ pub(crate) mod admin;
 pub(crate) mod client;
 pub(crate) mod offset;
 pub(crate) mod pull;
+pub(crate) mod relay;
+pub(crate) mod reply;
+pub(crate) mod reset;
 pub(crate) mod route;
 pub(crate) mod send;
 #[cfg(test)]

@@ -78,6 +78,17 @@ pub(crate) async fn update_consumer_offset(
         return Err(GatewayError::UnknownTopic { topic: h.topic });
     }
     let queue = queue_key(rmq, ch, cmd, &h.topic, h.queue_id)?;
+    let now = rmq.node.clock.now_ms();
+    if rmq
+        .resets
+        .blocks_commit(&h.consumer_group, &queue, h.commit_offset, now)
+    {
+        // A commit made before the consumer took a reset of this queue (processor/reset.rs).
+        return Ok(respond(
+            ResponseCode::Success,
+            "Offset has been previously reset",
+        ));
+    }
     rmq.node
         .commit_offsets(&[ConsumerOffset {
             group: ConsumerGroup::new(h.consumer_group),

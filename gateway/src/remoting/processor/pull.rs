@@ -88,7 +88,13 @@ pub(crate) async fn handle_holding(
         queue_id: QueueId(h.queue_id),
     };
 
-    if h.has_flag(PULL_FLAG_COMMIT_OFFSET) && h.commit_offset >= 0 {
+    let now = rmq.node.clock.now_ms();
+    if h.has_flag(PULL_FLAG_COMMIT_OFFSET)
+        && h.commit_offset >= 0
+        && !rmq
+            .resets
+            .blocks_commit(&h.consumer_group, &queue, h.commit_offset, now)
+    {
         rmq.node
             .commit_offsets(&[ConsumerOffset {
                 group: ConsumerGroup::new(h.consumer_group.clone()),
@@ -97,6 +103,7 @@ pub(crate) async fn handle_holding(
             }])
             .await?;
     }
+    rmq.resets.pulled(&h.consumer_group, &queue, h.queue_offset);
 
     let max_count = usize::try_from(h.max_msg_nums.max(1))
         .unwrap_or(32)

@@ -4,6 +4,7 @@
 mod client;
 mod offset;
 mod pull;
+mod relay;
 mod retry;
 mod route;
 mod send;

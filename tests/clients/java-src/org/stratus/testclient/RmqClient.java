@@ -23,12 +23,14 @@ import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.impl.factory.MQClientInstance;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.LocalTransactionState;
+import org.apache.rocketmq.client.producer.RequestCallback;
 import org.apache.rocketmq.client.producer.SendCallback;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.client.producer.TransactionListener;
 import org.apache.rocketmq.client.producer.TransactionMQProducer;
 import org.apache.rocketmq.client.producer.TransactionSendResult;
 import org.apache.rocketmq.client.producer.selector.SelectMessageQueueByHash;
+import org.apache.rocketmq.client.utils.MessageUtil;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageExt;
@@ -146,6 +148,10 @@ public final class RmqClient {
                 // Needs rocketmq-tools (the 5.x build only): looked up by name.
                 case "dashboard": rc = (Integer) Class.forName("org.stratus.testclient.DashboardReplay")
                     .getDeclaredMethod("run", Map.class).invoke(null, m); break;
+                case "request": rc = request(m); break;
+                case "reply": rc = reply(m); break;
+                case "running-info": rc = runningInfo(m); break;
+                case "consumer-status": rc = consumerStatus(m); break;
                 default: usage("unknown command " + args[0]); rc = 64;
             }
         } catch (IllegalArgumentException e) {
@@ -633,7 +639,7 @@ public final class RmqClient {
             });
         }
         consumer.start();
-        emit("{\"event\":\"ready\"}");
+        emit("{\"event\":\"ready\",\"clientId\":" + q(consumer.buildMQClientId()) + "}");
         int rc = rx.await(timeout, idle);
         if (rc == 0) {
             consumer.shutdown();
@@ -697,6 +703,193 @@ public final class RmqClient {
             consumer.shutdown();
         }
         emit("{\"event\":\"done\",\"received\":" + rx.seen.size() + "}");
+        return rc;
+    }
+
+    // ---------------------------------------------------------------- request-reply
+
+    /** request: --count requests with DefaultMQProducer#request, --mode sync or callback. */
+    static int request(Map<String, String> m) throws Exception {
+        String namesrv = req(m, "namesrv");
+        String topic = req(m, "topic");
+        String group = req(m, "group");
+        int count = Integer.parseInt(req(m, "count"));
+        String mode = opt(m, "mode", "sync");
+        long timeoutMs = Long.parseLong(opt(m, "timeout-ms", "10000"));
+        if (!mode.equals("sync") && !mode.equals("callback")) {
+            throw new IllegalArgumentException("bad --mode " + mode);
+        }
+        DefaultMQProducer producer = new DefaultMQProducer(group);
+        producer.setNamesrvAddr(namesrv);
+        producer.setSendMsgTimeout(10000);
+        producer.setVipChannelEnabled(false);
+        producer.setInstanceName("stratus-" + ProcessHandle.current().pid());
+        producer.start();
+        emit("{\"event\":\"ready\",\"clientId\":" + q(producer.buildMQClientId()) + "}");
+        AtomicInteger replies = new AtomicInteger();
+        AtomicInteger errors = new AtomicInteger();
+        CountDownLatch latch = new CountDownLatch(count);
+        for (int i = 0; i < count; i++) {
+            final int seq = i;
+            Message msg = new Message(topic, "req", "req-" + i, ("q" + i).getBytes(StandardCharsets.UTF_8));
+            msg.putUserProperty("seq", Integer.toString(i));
+            try {
+                if (mode.equals("sync")) {
+                    Message r = producer.request(msg, timeoutMs);
+                    replies.incrementAndGet();
+                    emit(replyLine(seq, r));
+                    latch.countDown();
+                } else {
+                    producer.request(msg, new RequestCallback() {
+                        @Override
+                        public void onSuccess(Message r) {
+                            if (r == null) {
+                                // The client also calls back when the request is sent (no reply yet).
+                                return;
+                            }
+                            replies.incrementAndGet();
+                            emit(replyLine(seq, r));
+                            latch.countDown();
+                        }
+
+                        @Override
+                        public void onException(Throwable e) {
+                            errors.incrementAndGet();
+                            emit(errLine(seq, errText(e)));
+                            latch.countDown();
+                        }
+                    }, timeoutMs);
+                }
+            } catch (Exception e) {
+                errors.incrementAndGet();
+                emit(errLine(seq, errText(e)));
+                latch.countDown();
+            }
+        }
+        latch.await(timeoutMs / 1000 + 30, TimeUnit.SECONDS);
+        producer.shutdown();
+        emit("{\"event\":\"done\",\"replies\":" + replies.get() + ",\"errors\":" + errors.get() + "}");
+        return errors.get() == 0 && replies.get() == count ? 0 : 1;
+    }
+
+    static String replyLine(int seq, Message r) {
+        String body = r.getBody() == null ? "" : new String(r.getBody(), StandardCharsets.UTF_8);
+        return "{\"event\":\"reply\",\"seq\":" + seq + ",\"body\":" + q(body) + ",\"topic\":" + q(r.getTopic())
+            + ",\"correlationId\":" + q(r.getProperty("CORRELATION_ID")) + "}";
+    }
+
+    /** reply: a push consumer of --topic that answers each request with MessageUtil.createReplyMessage. */
+    static int reply(Map<String, String> m) throws Exception {
+        String namesrv = req(m, "namesrv");
+        String topic = req(m, "topic");
+        String group = req(m, "group");
+        int expect = Integer.parseInt(req(m, "expect"));
+        long timeout = Long.parseLong(req(m, "timeout-secs"));
+        DefaultMQProducer producer = new DefaultMQProducer(group + "-replier");
+        producer.setNamesrvAddr(namesrv);
+        producer.setSendMsgTimeout(10000);
+        producer.setVipChannelEnabled(false);
+        producer.setInstanceName("stratus-reply-" + ProcessHandle.current().pid());
+        producer.start();
+        DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group);
+        consumer.setNamesrvAddr(namesrv);
+        consumer.setVipChannelEnabled(false);
+        consumer.setInstanceName("stratus-" + ProcessHandle.current().pid());
+        consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        consumer.subscribe(topic, "*");
+        AtomicInteger replied = new AtomicInteger();
+        CountDownLatch enough = new CountDownLatch(expect);
+        consumer.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
+            for (MessageExt msg : msgs) {
+                String seq = msg.getUserProperty("seq");
+                String body = new String(msg.getBody(), StandardCharsets.UTF_8);
+                try {
+                    Message r = MessageUtil.createReplyMessage(msg, ("re:" + body).getBytes(StandardCharsets.UTF_8));
+                    SendResult res = producer.send(r, 10000);
+                    replied.incrementAndGet();
+                    emit("{\"event\":\"replied\",\"seq\":" + q(seq == null ? "" : seq) + ",\"topic\":" + q(r.getTopic())
+                        + ",\"status\":" + q(res.getSendStatus().name()) + "}");
+                } catch (Exception e) {
+                    emit(errLine(seq == null ? -1 : Integer.parseInt(seq), errText(e)));
+                }
+                enough.countDown();
+            }
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        });
+        consumer.start();
+        emit("{\"event\":\"ready\",\"clientId\":" + q(consumer.buildMQClientId()) + "}");
+        boolean done = enough.await(timeout, TimeUnit.SECONDS);
+        emit("{\"event\":\"done\",\"replied\":" + replied.get() + "}");
+        return done ? 0 : 2;
+    }
+
+    // ---------------------------------------------------------------- admin
+
+    /**
+     * running-info: GET_CONSUMER_RUNNING_INFO of --client-id in --group asked of --broker, as
+     * DefaultMQAdminExt#getConsumerRunningInfo asks it (the answer's JSON is printed).
+     */
+    static int runningInfo(Map<String, String> m) throws Exception {
+        String namesrv = req(m, "namesrv");
+        String broker = req(m, "broker");
+        String group = req(m, "group");
+        String clientId = req(m, "client-id");
+        DefaultMQProducer producer = new DefaultMQProducer("stratus-admin-" + ProcessHandle.current().pid());
+        producer.setNamesrvAddr(namesrv);
+        producer.setVipChannelEnabled(false);
+        producer.setInstanceName("stratus-admin-" + ProcessHandle.current().pid());
+        producer.start();
+        int rc = 0;
+        try {
+            Object info = producer.getDefaultMQProducerImpl().getMqClientFactory().getMQClientAPIImpl()
+                .getConsumerRunningInfo(broker, group, clientId, false, 10000);
+            Object json = info.getClass().getMethod("toJson").invoke(info);
+            emit("{\"event\":\"runningInfo\",\"json\":" + q(String.valueOf(json)) + "}");
+        } catch (Exception e) {
+            emit(errLine(0, errText(e)));
+            rc = 1;
+        }
+        producer.shutdown();
+        emit("{\"event\":\"done\"}");
+        return rc;
+    }
+
+    /**
+     * consumer-status: INVOKE_BROKER_TO_GET_CONSUMER_STATUS of --group on --topic asked of
+     * --broker (each consumer's own offsets, by client id), as DefaultMQAdminExt#getConsumeStatus.
+     */
+    static int consumerStatus(Map<String, String> m) throws Exception {
+        String namesrv = req(m, "namesrv");
+        String broker = req(m, "broker");
+        String group = req(m, "group");
+        String topic = req(m, "topic");
+        DefaultMQProducer producer = new DefaultMQProducer("stratus-admin-" + ProcessHandle.current().pid());
+        producer.setNamesrvAddr(namesrv);
+        producer.setVipChannelEnabled(false);
+        producer.setInstanceName("stratus-admin-" + ProcessHandle.current().pid());
+        producer.start();
+        int rc = 0;
+        try {
+            Map<String, Map<MessageQueue, Long>> table = producer.getDefaultMQProducerImpl().getMqClientFactory()
+                .getMQClientAPIImpl().invokeBrokerToGetConsumerStatus(broker, topic, group, "", 10000);
+            StringBuilder b = new StringBuilder("{\"event\":\"consumerStatus\",\"clients\":{");
+            boolean first = true;
+            for (Map.Entry<String, Map<MessageQueue, Long>> e : table.entrySet()) {
+                long sum = 0;
+                for (Long off : e.getValue().values()) {
+                    sum += off;
+                }
+                b.append(first ? "" : ",").append(q(e.getKey())).append(":{\"queues\":").append(e.getValue().size())
+                    .append(",\"offsetSum\":").append(sum).append('}');
+                first = false;
+            }
+            emit(b.append("}}").toString());
+        } catch (Exception e) {
+            emit(errLine(0, errText(e)));
+            rc = 1;
+        }
+        producer.shutdown();
+        emit("{\"event\":\"done\"}");
         return rc;
     }
 }
