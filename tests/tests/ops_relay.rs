@@ -22,8 +22,7 @@ use stratus_compat::request::relay::ResetOffsetRequestHeader;
 use stratus_compat::request::route::ClusterInfo;
 use stratus_compat::{RequestCode, ResponseCode};
 use stratus_tests::{
-    ClientRun, Node, args, client_installed, clients_required, free_port, free_port_range, mqadmin,
-    run_client,
+    ClientRun, Node, args, client_installed, clients_required, free_port, mqadmin, run_client,
 };
 
 /// Whether the Java clients (and, for `go`, the Go client) are built; skips otherwise.
@@ -605,26 +604,6 @@ fn requests_get_their_replies_from_a_java_replier() {
     assert!(max_offset(&node, "DefaultCluster_REPLY_TOPIC", 0) >= 9);
 }
 
-/// A fresh PostgreSQL database for this run (`STRATUS_TEST_POSTGRES_URL`), or an SQLite
-/// file the processes share.
-fn meta_url(dir: &Path) -> String {
-    if let Ok(url) = std::env::var("STRATUS_TEST_POSTGRES_URL") {
-        let db = format!(
-            "stratus_relay_{}_{}",
-            std::process::id(),
-            stratus_tests::now_ms()
-        );
-        let status = std::process::Command::new("psql")
-            .args([url.as_str(), "-q", "-c", &format!("CREATE DATABASE {db}")])
-            .status()
-            .unwrap();
-        assert!(status.success(), "psql CREATE DATABASE failed");
-        let (base, _) = url.rsplit_once('/').unwrap();
-        return format!("{base}/{db}");
-    }
-    format!("embedded://{}", dir.join("meta.db").display())
-}
-
 /// Broker name → address, as the name server at `namesrv` publishes them.
 fn routes(namesrv: SocketAddr) -> HashMap<String, String> {
     let cmd = RemotingCommand::request(RequestCode::GetBrokerClusterInfo.to_i32(), 0);
@@ -648,13 +627,13 @@ fn a_reset_reaches_the_consumer_through_every_node() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let meta = meta_url(dir.path());
+    let meta = stratus_tests::cluster_meta_url(dir.path());
     let objects = stratus_tests::cluster_object_store_url(dir.path());
     let mut nodes = Vec::new();
     let mut bases = Vec::new();
     for n in ["a", "b"] {
         let ns: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-        let base = free_port_range(2);
+        let base = stratus_tests::free_shard_base(2);
         bases.push(base);
         let id = format!("relay-{n}");
         nodes.push(
@@ -673,7 +652,7 @@ fn a_reset_reaches_the_consumer_through_every_node() {
         );
     }
     let ns = nodes[0].namesrv_arg();
-    // Each node serves one shard (on its own base port + the shard).
+    // Each node serves one shard (on its own base port, or the next shard's port).
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let r = routes(nodes[0].namesrv);
@@ -682,7 +661,7 @@ fn a_reset_reaches_the_consumer_through_every_node() {
                 .filter(|a| {
                     a.rsplit_once(':')
                         .and_then(|(_, p)| p.parse::<u16>().ok())
-                        .is_some_and(|p| p == base || p == base + 1)
+                        .is_some_and(|p| p == base || p == stratus_tests::shard_port(base, 1))
                 })
                 .count()
         };
