@@ -13,6 +13,7 @@ pub mod offset;
 pub mod pull;
 pub mod route;
 pub mod send;
+pub mod stats;
 pub mod transaction;
 
 use crate::command::RemotingCommand;
