@@ -21,7 +21,9 @@ impl GatewayError {
             | Self::ProducerGroupWrong
             | Self::TranStateTableOffsetWrong
             | Self::CorruptRecord { .. }
+            | Self::StatsNotExist { .. }
             | Self::ConnectionClosed => ResponseCode::SystemError,
+            Self::ConfigNotUpdatable { .. } => ResponseCode::NoPermission,
             Self::TopicName(_)
             | Self::InvalidParameter(_)
             | Self::SendQueueIllegal { .. }

@@ -12,12 +12,15 @@
 //! | [`retention`] | drops old sections and deletes unreferenced objects |
 //! | [`housekeeping`] | expires client channels and queue locks without heartbeats |
 //! | [`metrics_http`] | serves `/metrics` |
+//! | [`stats`] | samples the broker statistics |
 
 pub(crate) mod delay;
 pub(crate) mod housekeeping;
 pub(crate) mod membership;
 pub(crate) mod metrics_http;
 pub(crate) mod retention;
+pub(crate) mod rocketmq_metrics;
+pub(crate) mod stats;
 pub(crate) mod timers;
 pub(crate) mod transaction_check;
 
@@ -44,6 +47,7 @@ pub(crate) fn start(
     t.spawn(timers::run(node.clone(), token()));
     t.spawn(transaction_check::run(remoting.clone(), token()));
     t.spawn(housekeeping::run(remoting.clone(), token()));
+    t.spawn(stats::run(node.clone(), token()));
     if let Some(l) = metrics {
         let state = metrics_http::ScrapeState {
             cache: node.cache.clone(),
@@ -51,6 +55,7 @@ pub(crate) fn start(
             max_parked: node.config.limits.max_parked_pulls,
             in_flight: node.in_flight.clone(),
             max_in_flight: node.config.limits.max_in_flight,
+            node: Some(node.clone()),
         };
         t.spawn(metrics_http::run(l, state, token()));
     }

@@ -2,11 +2,13 @@
 //! an error that `dispatch` maps to a code); none touches the socket.
 
 pub(crate) mod admin;
+pub(crate) mod broker_config;
 pub(crate) mod client;
 pub(crate) mod offset;
 pub(crate) mod pull;
 pub(crate) mod route;
 pub(crate) mod send;
+pub(crate) mod stats;
 #[cfg(test)]
 mod tests;
 

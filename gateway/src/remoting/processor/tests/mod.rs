@@ -7,4 +7,5 @@ mod pull;
 mod retry;
 mod route;
 mod send;
+mod stats;
 mod transaction;
