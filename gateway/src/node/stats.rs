@@ -312,8 +312,9 @@ struct StoreCounters {
     /// User-topic puts and gets (the `…WithoutSystemTopic` items).
     user_put: AtomicU64,
     user_get: AtomicU64,
-    /// Sends by time to durable, in the buckets of [`PUT_BUCKETS`].
+    /// Sends by time to durable, in the buckets of [`PUT_BUCKETS`], and their sum (ms).
     put_buckets: [AtomicU64; 13],
+    put_ms_sum: AtomicU64,
 }
 
 /// Upper bounds (ms, inclusive) of the put-time buckets and their names
@@ -419,6 +420,7 @@ impl Stats {
             .position(|(max, _)| took_ms <= *max)
             .unwrap_or(PUT_BUCKETS.len() - 1);
         s.put_buckets[b].fetch_add(1, Ordering::Relaxed);
+        s.put_ms_sum.fetch_add(took_ms, Ordering::Relaxed);
         if !stratus_compat::topic::is_system_topic(topic) {
             s.user_put.fetch_add(messages, Ordering::Relaxed);
         }
@@ -549,6 +551,21 @@ impl Stats {
             out.push_str(&format!("{name}:{n} "));
         }
         out
+    }
+
+    /// Sends by time to durable as a histogram: (upper bound in ms, `None` for the open
+    /// bucket; sends at or below it), and the sum of the times in ms.
+    pub(crate) fn put_histogram(&self) -> (Vec<(Option<u64>, u64)>, u64) {
+        let mut cumulative = 0;
+        let buckets = PUT_BUCKETS
+            .iter()
+            .enumerate()
+            .map(|(i, (max, _))| {
+                cumulative += self.store.put_buckets[i].load(Ordering::Relaxed);
+                ((*max != u64::MAX).then_some(*max), cumulative)
+            })
+            .collect();
+        (buckets, self.store.put_ms_sum.load(Ordering::Relaxed))
     }
 
     /// The `q` quantile of the time to durable, ms: the upper bound of the bucket it falls

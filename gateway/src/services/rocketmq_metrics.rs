@@ -12,7 +12,11 @@
 //! | `rocketmq_consumer_lag_messages` | topic, consumer_group, is_retry, is_system | offsets in meta |
 //! | `rocketmq_consumer_lag_latency` (ms) | topic, consumer_group, is_retry, is_system | store times |
 //!
-//! Every series also has `cluster`, `node_type="broker"` and `node_id`. Each family exports
+//!
+//! Also `stratus_gateway_send_latency_seconds`, a histogram of the time from a send's
+//! arrival to its acknowledgement (durable), in the reference's put-time buckets.
+//!
+//! Every series of the `rocketmq_*` families also has `cluster`, `node_type="broker"` and `node_id`. Each family exports
 //! at most `stats.metrics_label_cap` label sets: the keys first counted keep their own
 //! series, later ones are summed into one whose topic (and group) is `__overflow__`, so a
 //! series never moves from one label set to another. Lag is computed for the groups that
@@ -22,7 +26,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use prometheus::proto::{Counter, Gauge, LabelPair, Metric, MetricFamily, MetricType};
+use prometheus::proto::{
+    Bucket, Counter, Gauge, Histogram, LabelPair, Metric, MetricFamily, MetricType,
+};
 use stratus_compat::topic::{RETRY_PREFIX, is_system_topic};
 use stratus_compat::types::{ConsumerGroup, QueueId, QueueOffset};
 use stratus_meta::QueueKey;
@@ -197,6 +203,35 @@ async fn lags(node: &Node, cap: usize) -> BTreeMap<(String, String), (i64, i64)>
     out
 }
 
+fn send_latency(node: &Node) -> MetricFamily {
+    let (buckets, sum_ms) = node.stats.put_histogram();
+    let mut h = Histogram::default();
+    let count = buckets.last().map_or(0, |b| b.1);
+    h.set_sample_count(count);
+    #[allow(clippy::cast_precision_loss)]
+    h.set_sample_sum(sum_ms as f64 / 1000.0);
+    h.set_bucket(
+        buckets
+            .iter()
+            .filter_map(|(max, n)| {
+                let mut b = Bucket::default();
+                #[allow(clippy::cast_precision_loss)]
+                b.set_upper_bound((*max)? as f64 / 1000.0);
+                b.set_cumulative_count(*n);
+                Some(b)
+            })
+            .collect(),
+    );
+    let mut m = Metric::default();
+    m.set_histogram(h);
+    family(
+        "stratus_gateway_send_latency_seconds",
+        "Time from a send's arrival to its durable acknowledgement",
+        MetricType::HISTOGRAM,
+        vec![m],
+    )
+}
+
 /// The families, for one scrape.
 pub(crate) async fn families(node: &Arc<Node>) -> Vec<MetricFamily> {
     let cap = node.config.stats.metrics_label_cap;
@@ -258,6 +293,7 @@ pub(crate) async fn families(node: &Arc<Node>) -> Vec<MetricFamily> {
         MetricType::GAUGE,
         gauges(|v| v.1),
     ));
+    out.push(send_latency(n));
     // The text encoder refuses a family without series.
     out.retain(|f| !f.get_metric().is_empty());
     out
@@ -316,5 +352,14 @@ mod tests {
         assert!(!by_name.contains_key("rocketmq_send_to_dlq_messages_total"));
         let mut text = Vec::new();
         prometheus::Encoder::encode(&prometheus::TextEncoder::new(), &f, &mut text).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(
+            text.contains("stratus_gateway_send_latency_seconds_bucket{le=\"0.01\"} 4"),
+            "{text}"
+        );
+        assert!(
+            text.contains("stratus_gateway_send_latency_seconds_count 4"),
+            "{text}"
+        );
     }
 }

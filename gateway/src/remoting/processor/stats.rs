@@ -357,7 +357,7 @@ async fn earliest_message_time(rmq: &Remoting) -> Result<i64> {
 
 /// GET_BROKER_RUNTIME_INFO (28): the reference's key set (`prepareRuntimeInfo`,
 /// `StoreStatsService#getRuntimeInfo`, `DefaultMessageStore#getRuntimeInfo`) with the
-/// node's figures; thread-pool queues are Stratus's in-flight requests. Also
+/// node's figures. Also
 /// `getTransferedTps`, the key 4.x tools read.
 pub(crate) async fn runtime_info(
     rmq: &Arc<Remoting>,
@@ -468,15 +468,11 @@ pub(crate) async fn runtime_info(
     put("remainTransientStoreBufferNumbs", "0".into());
     let buffered = u64::try_from(stratus_segments::metrics::BUFFERED_BYTES.get()).unwrap_or(0);
     put("remainHowManyDataToFlush", human_bytes(buffered));
-    let in_flight = node
-        .config
-        .limits
-        .max_in_flight
-        .saturating_sub(node.in_flight.available_permits());
+    // Stratus has no queue in front of its processors (a connection at its in-flight
+    // limit is simply not read): the queues are empty, their capacity the node's limit.
     let capacity = node.config.limits.max_in_flight.to_string();
     for pool in ["send", "pull", "litePull", "query", "ack"] {
-        let size = if pool == "send" { in_flight } else { 0 };
-        put(&format!("{pool}ThreadPoolQueueSize"), size.to_string());
+        put(&format!("{pool}ThreadPoolQueueSize"), "0".into());
         put(&format!("{pool}ThreadPoolQueueCapacity"), capacity.clone());
         put(
             &format!("{pool}ThreadPoolQueueHeadWaitTimeMills"),
