@@ -2,7 +2,7 @@
 //! consumed through the protocol, and the real `mqadmin` (5.3.3 and 4.9.8) reading the
 //! figures back — clusterList, brokerStatus, statsAll, consumerProgress,
 //! brokerConsumeStats, producer, getBrokerConfig / updateBrokerConfig (through one node,
-//! read through another on a shared PostgreSQL) — and a real Prometheus scraping a node,
+//! read through another on one PostgreSQL) — and a real Prometheus scraping a node,
 //! every query of `deploy/grafana/stratus.json` answered with series.
 
 #![allow(clippy::unwrap_used, clippy::disallowed_methods)] // test code: failures should panic
