@@ -219,6 +219,7 @@ fn mqadmin_reads_true_broker_statistics() {
         "msgPutTotalYesterdayMorning",
         "earliestMessageTimeStamp",
         "commitLogDiskRatio",
+        "commitLogDirCapacity",
         "sendThreadPoolQueueSize",
         "pullThreadPoolQueueHeadWaitTimeMills",
         "putMessageDistributeTime",
@@ -239,6 +240,12 @@ fn mqadmin_reads_true_broker_statistics() {
         SENT.to_string(),
         "user sends only: {out}"
     );
+    let ratio: f64 = kv["commitLogDiskRatio"].parse().unwrap();
+    assert!(
+        ratio > 0.0 && ratio < 1.0,
+        "a real disk's used ratio: {out}"
+    );
+    assert!(kv["commitLogDirCapacity"].starts_with("Total : "), "{out}");
     let boot: i64 = kv["bootTimestamp"].parse().unwrap();
     assert!((stratus_tests::now_ms() - boot).abs() < 120_000, "{out}");
     assert!(

@@ -315,6 +315,15 @@ fn human_bytes(bytes: u64) -> String {
     format!("{v:.1} {pre}iB")
 }
 
+/// Total and free bytes of the filesystem holding `dir`.
+fn disk(dir: &std::path::Path) -> Option<(u64, u64)> {
+    let s = rustix::fs::statvfs(dir).ok()?;
+    Some((
+        s.f_blocks.saturating_mul(s.f_frsize),
+        s.f_bfree.saturating_mul(s.f_frsize),
+    ))
+}
+
 fn three(t: [f64; 3]) -> String {
     t.map(java_double).join(" ")
 }
@@ -410,10 +419,40 @@ pub(crate) async fn runtime_info(
         "putLatency999",
         format!("{:.2}", node.stats.put_latency(0.999)),
     );
-    // DefaultMessageStore: the commit log is in the object store, which has no capacity
-    // to run out of; its offsets are this shard's commit-log range.
-    put("commitLogDiskRatio", "0.0".into());
-    put("consumeQueueDiskRatio", "0.0".into());
+    // DefaultMessageStore: the disk of the object store directory (file://) or of the
+    // data directory (the object store itself, s3://, has no capacity to run out of).
+    let dir = match &node.config.object_store {
+        crate::config::ObjectStoreUrl::File(d) => std::path::PathBuf::from(d),
+        _ => node.config.node.data_dir.clone(),
+    };
+    match disk(&dir) {
+        Some((total, free)) => {
+            #[allow(clippy::cast_precision_loss)]
+            let ratio = if total > 0 {
+                total.saturating_sub(free) as f64 / total as f64
+            } else {
+                0.0
+            };
+            put("commitLogDiskRatio", java_double(ratio));
+            put(
+                &format!("commitLogDiskRatio_{}", dir.display()),
+                java_double(ratio),
+            );
+            put("consumeQueueDiskRatio", java_double(ratio));
+            put(
+                "commitLogDirCapacity",
+                format!(
+                    "Total : {}, Free : {}.",
+                    human_bytes(total),
+                    human_bytes(free)
+                ),
+            );
+        }
+        None => {
+            put("commitLogDiskRatio", "-1.0".into());
+            put("consumeQueueDiskRatio", "-1.0".into());
+        }
+    }
     let end = match shard {
         Some(s) => node.meta.shard_state(s).await?.commit_log_end.0,
         None => 0,
