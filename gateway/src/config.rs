@@ -230,6 +230,29 @@ pub struct Settings {
     pub metrics: MetricsSettings,
     /// TLS on every listener.
     pub tls: TlsSettings,
+    /// Broker statistics (mqadmin's figures, per-topic and per-group metrics).
+    pub stats: StatsSettings,
+}
+
+/// Broker statistics.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct StatsSettings {
+    /// Most keys (topics, `topic@group` pairs) each statistic keeps; past it new keys are
+    /// counted together under `__OVERFLOW__`.
+    pub max_keys: usize,
+    /// Most label sets each per-topic or per-group metric family exports; past it the rest
+    /// are summed into one series whose topic and group labels are `__overflow__`.
+    pub metrics_label_cap: usize,
+}
+
+impl Default for StatsSettings {
+    fn default() -> Self {
+        Self {
+            max_keys: 10_000,
+            metrics_label_cap: 1000,
+        }
+    }
 }
 
 /// Retention: how long and how much each shard keeps, and the cleanup of objects that were
@@ -761,6 +784,12 @@ impl Settings {
             return bad("metrics.addr", &e);
         }
 
+        if self.stats.max_keys == 0 || self.stats.metrics_label_cap == 0 {
+            return bad(
+                "stats.max_keys",
+                "max_keys and metrics_label_cap must be at least 1",
+            );
+        }
         if self.storage.upload_concurrency == 0 {
             return bad("storage.upload_concurrency", "must be at least 1");
         }

@@ -76,6 +76,20 @@ pub(crate) enum GatewayError {
         /// Limit.
         max: usize,
     },
+    /// VIEW_BROKER_STATS_DATA for a counter that does not exist.
+    #[error("The stats <{name}> <{key}> not exist")]
+    StatsNotExist {
+        /// Stats name.
+        name: String,
+        /// Key.
+        key: String,
+    },
+    /// UPDATE_BROKER_CONFIG of a key that cannot change at run time.
+    #[error("Can not update config in black list.")]
+    ConfigNotUpdatable {
+        /// The first such key.
+        key: String,
+    },
     /// A batch sent to a retry topic.
     #[error("batch request does not support retry group")]
     BatchToRetryTopic,

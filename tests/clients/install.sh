@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Build / install the real-client test programs.
-#   install.sh [java49|java5|go|python|cpp|rust|mqadmin|all]...   (default: all)
+#   install.sh [java49|java5|go|python|cpp|rust|mqadmin|prometheus|all]...   (default: all)
 # Idempotent: a client whose outputs are newer than its sources is skipped.
 # Needs Java 17 + Maven, Go, Python 3 and Rust preinstalled; everything else comes
-# from Maven Central, the Go module proxy, PyPI and crates.io.
+# from Maven Central, the Go module proxy, PyPI and crates.io; Prometheus (for the metrics
+# test) is Debian's package (tests/servers/prometheus.sh).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$here"
@@ -82,6 +83,7 @@ for t in "${targets[@]}"; do
     python|cpp) timed python build_python ;;
     rust) timed rust build_rust ;;
     mqadmin) timed mqadmin bash "$here/mqadmin.sh" install ;;
+    prometheus) timed prometheus bash "$here/../servers/prometheus.sh" install >/dev/null ;;
     all)
       timed java49 build_java java49
       timed java5 build_java java5
@@ -89,7 +91,8 @@ for t in "${targets[@]}"; do
       timed python build_python
       timed rust build_rust
       timed mqadmin bash "$here/mqadmin.sh" install
+      timed prometheus bash "$here/../servers/prometheus.sh" install >/dev/null
       ;;
-    *) echo "unknown client $t (java49, java5, go, python|cpp, rust, mqadmin, all)" >&2; exit 64 ;;
+    *) echo "unknown client $t (java49, java5, go, python|cpp, rust, mqadmin, prometheus, all)" >&2; exit 64 ;;
   esac
 done

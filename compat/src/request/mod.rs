@@ -14,6 +14,7 @@ pub mod pull;
 pub mod relay;
 pub mod route;
 pub mod send;
+pub mod stats;
 pub mod transaction;
 
 use crate::command::RemotingCommand;

@@ -13,6 +13,7 @@ pub(crate) mod objects;
 pub(crate) mod offsets;
 pub(crate) mod queues;
 pub(crate) mod shards;
+pub(crate) mod stats;
 pub(crate) mod topics;
 
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -124,6 +125,8 @@ pub struct Node {
     pub(crate) cancel: CancellationToken,
     /// Every task the node spawns, awaited at shutdown.
     pub(crate) tracker: TaskTracker,
+    /// Put and get statistics (mqadmin's figures and the per-topic metrics).
+    pub(crate) stats: Arc<stats::Stats>,
 }
 
 impl Node {
@@ -187,7 +190,13 @@ impl Node {
         )
         .await
         .context("load topics from meta")?;
+        let stats = Arc::new(stats::Stats::new(
+            &config.node.cluster_name,
+            config.stats.max_keys,
+            clock.now_ms(),
+        ));
         Ok(Self {
+            stats,
             parked: Arc::new(Semaphore::new(config.limits.max_parked_pulls)),
             connections: connections::Connections::new(
                 config.limits.max_connections,

@@ -26,9 +26,11 @@ impl GatewayError {
             | Self::NoConsumerOnline { .. }
             | Self::ResetOffsetOutOfRange { .. }
             | Self::ReplyNotPushed(_)
+            | Self::StatsNotExist { .. }
             | Self::ConnectionClosed => ResponseCode::SystemError,
             Self::ConsumerTimeout { .. } => ResponseCode::ConsumeMsgTimeout,
             Self::ConsumerNotOnline { .. } => ResponseCode::ConsumerNotOnline,
+            Self::ConfigNotUpdatable { .. } => ResponseCode::NoPermission,
             Self::TopicName(_)
             | Self::InvalidParameter(_)
             | Self::SendQueueIllegal { .. }

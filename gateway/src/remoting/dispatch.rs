@@ -184,7 +184,13 @@ async fn route(
             processor::admin::delete_topic(rmq, &cmd).await
         }
         C::GetAllTopicConfig => processor::admin::all_topic_config(rmq),
-        C::GetBrokerRuntimeInfo => processor::admin::runtime_info(rmq),
+        C::GetBrokerRuntimeInfo => processor::stats::runtime_info(rmq, ch, &cmd).await,
+        C::ViewBrokerStatsData => processor::stats::view_broker_stats_data(rmq, &cmd),
+        C::GetConsumeStats => processor::stats::consume_stats(rmq, ch, &cmd).await,
+        C::GetBrokerConsumeStats => processor::stats::broker_consume_stats(rmq, ch, &cmd).await,
+        C::GetAllProducerInfo => processor::stats::all_producer_info(rmq),
+        C::GetBrokerConfig => processor::broker_config::get(rmq).await,
+        C::UpdateBrokerConfig => processor::broker_config::update(rmq, &cmd).await,
         C::ViewMessageById => processor::admin::view_message(rmq, &cmd).await,
         C::GetConsumerRunningInfo => {
             processor::relay::consumer_running_info(rmq, &cmd, permit).await

@@ -12,6 +12,8 @@ use stratus_compat::request::heartbeat::{
     ConsumeFromWhere, ConsumeType, ConsumerData, MessageModel, SubscriptionData,
 };
 
+use stratus_compat::code::LanguageCode;
+
 use crate::remoting::filter::MessageFilter;
 use crate::remoting::net::Channel;
 
@@ -47,6 +49,19 @@ struct State {
     /// The client id each connection last sent a request-reply request for (its
     /// `REPLY_TO_CLIENT`), by channel id: one entry per connection at most.
     requesters: HashMap<u64, (String, Arc<Channel>)>,
+    /// Language and version of each heartbeating channel (GET_ALL_PRODUCER_INFO).
+    clients: HashMap<u64, (LanguageCode, i32)>,
+}
+
+/// A producer as GET_ALL_PRODUCER_INFO lists it.
+#[derive(Debug, Clone)]
+pub(crate) struct ProducerEntry {
+    pub(crate) group: String,
+    pub(crate) client_id: String,
+    pub(crate) peer: std::net::SocketAddr,
+    pub(crate) language: LanguageCode,
+    pub(crate) version: i32,
+    pub(crate) last_heartbeat_ms: i64,
 }
 
 /// The registry.
@@ -177,6 +192,7 @@ impl Registry {
     pub(crate) fn channel_closed(&self, channel_id: u64) {
         let mut st = self.state.lock();
         st.requesters.remove(&channel_id);
+        st.clients.remove(&channel_id);
         st.producers.retain(|_, members| {
             members.remove(&channel_id);
             !members.is_empty()
@@ -247,6 +263,48 @@ impl Registry {
 }
 
 impl Registry {
+    /// Notes the language and version a channel's heartbeat came with.
+    pub(crate) fn note_client(&self, channel_id: u64, language: LanguageCode, version: i32) {
+        self.state
+            .lock()
+            .clients
+            .insert(channel_id, (language, version));
+    }
+
+    /// Every registered producer, by group.
+    pub(crate) fn producers(&self) -> Vec<ProducerEntry> {
+        let st = self.state.lock();
+        let mut out = Vec::new();
+        for (group, members) in &st.producers {
+            for (id, m) in members {
+                let (language, version) = st.clients.get(id).copied().unwrap_or_default();
+                out.push(ProducerEntry {
+                    group: group.clone(),
+                    client_id: m.client_id.clone(),
+                    peer: m.channel.peer,
+                    language,
+                    version,
+                    last_heartbeat_ms: m.last_heartbeat_ms,
+                });
+            }
+        }
+        out
+    }
+
+    /// Groups with registered consumers.
+    pub(crate) fn consumer_groups(&self) -> Vec<String> {
+        self.state.lock().consumers.keys().cloned().collect()
+    }
+
+    /// How many topics a registered group subscribes (`findSubscriptionDataCount`).
+    pub(crate) fn subscription_count(&self, group: &str) -> usize {
+        self.state
+            .lock()
+            .consumers
+            .get(group)
+            .map_or(0, |i| i.subscriptions.len())
+    }
+
     /// Live channels of a producer group, most recently heartbeating first.
     pub(crate) fn producer_channels(&self, group: &str) -> Vec<Arc<Channel>> {
         let st = self.state.lock();

@@ -35,6 +35,9 @@ pub(crate) struct ScrapeState {
     /// The node's in-flight budget and its size: in flight = size − available.
     pub(crate) in_flight: Arc<Semaphore>,
     pub(crate) max_in_flight: usize,
+    /// The node whose statistics give the per-topic and per-group families
+    /// (`rocketmq_metrics.rs`); none in unit tests of the endpoint.
+    pub(crate) node: Option<Arc<crate::node::Node>>,
 }
 
 /// Registers every metric family, so a scrape lists them before their first use.
@@ -169,8 +172,12 @@ async fn scrape(State(state): State<ScrapeState>) -> Response {
         .max_in_flight
         .saturating_sub(state.in_flight.available_permits());
     metrics::REQUESTS_IN_FLIGHT.set(i64::try_from(in_flight).unwrap_or(i64::MAX));
+    let mut families = prometheus::gather();
+    if let Some(node) = &state.node {
+        families.extend(super::rocketmq_metrics::families(node).await);
+    }
     let mut body = Vec::new();
-    match TextEncoder::new().encode(&prometheus::gather(), &mut body) {
+    match TextEncoder::new().encode(&families, &mut body) {
         Ok(()) => ([(header::CONTENT_TYPE, TEXT_FORMAT)], body).into_response(),
         Err(e) => {
             warn!(error = %e, "cannot encode metrics");
@@ -191,6 +198,7 @@ mod tests {
             max_parked: 10,
             in_flight: Arc::new(Semaphore::new(8)),
             max_in_flight: 8,
+            node: None,
         };
         let _held = state.parked.clone().try_acquire_many_owned(3).unwrap();
         let _working = state.in_flight.clone().try_acquire_many_owned(2).unwrap();

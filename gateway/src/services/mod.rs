@@ -13,12 +13,15 @@
 //! | [`housekeeping`] | expires client channels and queue locks without heartbeats |
 //! | [`metrics_http`] | serves `/metrics` |
 //! | [`tls_reload`] | reads the TLS certificate and key again when they change |
+//! | [`stats`] | samples the broker statistics |
 
 pub(crate) mod delay;
 pub(crate) mod housekeeping;
 pub(crate) mod membership;
 pub(crate) mod metrics_http;
 pub(crate) mod retention;
+pub(crate) mod rocketmq_metrics;
+pub(crate) mod stats;
 pub(crate) mod timers;
 pub(crate) mod tls_reload;
 pub(crate) mod transaction_check;
@@ -49,6 +52,7 @@ pub(crate) fn start(
     if let Some(tls) = &node.tls {
         t.spawn(tls_reload::run(node.clone(), tls.clone(), token()));
     }
+    t.spawn(stats::run(node.clone(), token()));
     if let Some(l) = metrics {
         let state = metrics_http::ScrapeState {
             cache: node.cache.clone(),
@@ -56,6 +60,7 @@ pub(crate) fn start(
             max_parked: node.config.limits.max_parked_pulls,
             in_flight: node.in_flight.clone(),
             max_in_flight: node.config.limits.max_in_flight,
+            node: Some(node.clone()),
         };
         let tls = node.tls.clone().map(|t| (t, node.clock.clone()));
         t.spawn(metrics_http::run(l, state, tls, token()));

@@ -1,4 +1,5 @@
-//! Admin requests: topic create/delete, topic config, runtime info, KV config, view by id.
+//! Admin requests: topic create/delete, topic config, KV config, view by id (runtime info
+//! is in `stats.rs`).
 //! Mirrors `AdminBrokerProcessor` and the name server's KV processor.
 
 use std::collections::BTreeMap;
@@ -110,45 +111,6 @@ pub(crate) fn all_topic_config(rmq: &Arc<Remoting>) -> Result<RemotingCommand> {
         },
         topic_config_table: table,
     })?;
-    Ok(resp)
-}
-
-#[derive(Serialize)]
-struct KvTable {
-    table: BTreeMap<String, String>,
-}
-
-/// GET_BROKER_RUNTIME_INFO (28): the keys `mqadmin clusterList` reads.
-pub(crate) fn runtime_info(rmq: &Arc<Remoting>) -> Result<RemotingCommand> {
-    let mut t = BTreeMap::new();
-    for k in [
-        "sendThreadPoolQueueSize",
-        "sendThreadPoolQueueHeadWaitTimeMills",
-        "pullThreadPoolQueueSize",
-        "pullThreadPoolQueueHeadWaitTimeMills",
-        "pageCacheLockTimeMills",
-        "earliestMessageTimeStamp",
-        "msgPutTotalYesterdayMorning",
-        "msgPutTotalTodayMorning",
-        "msgPutTotalTodayNow",
-        "msgGetTotalYesterdayMorning",
-        "msgGetTotalTodayMorning",
-        "msgGetTotalTodayNow",
-    ] {
-        t.insert(k.to_owned(), "0".to_owned());
-    }
-    t.insert("brokerVersionDesc".into(), "V5_3_3".into());
-    t.insert(
-        "brokerVersion".into(),
-        stratus_compat::command::SERVER_VERSION.to_string(),
-    );
-    t.insert("putTps".into(), "0.0 0.0 0.0".into());
-    t.insert("getTransferredTps".into(), "0.0 0.0 0.0".into());
-    t.insert("commitLogDiskRatio".into(), "0.0".into());
-    t.insert("brokerActive".into(), "true".into());
-    t.insert("bootTimestamp".into(), rmq.node.clock.now_ms().to_string());
-    let mut resp = success();
-    resp.body = json_body(&KvTable { table: t })?;
     Ok(resp)
 }
 

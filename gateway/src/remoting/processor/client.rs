@@ -29,6 +29,7 @@ pub(crate) async fn heartbeat(
 ) -> Result<RemotingCommand> {
     let data: HeartbeatData = decode_json_body(&cmd.body)?;
     let now = rmq.node.clock.now_ms();
+    rmq.registry.note_client(ch.id, cmd.language, cmd.version);
     for p in &data.producer_data_set {
         rmq.registry
             .register_producer(ch, &data.client_id, &p.group_name, now);

@@ -2,6 +2,7 @@
 //! an error that `dispatch` maps to a code); none touches the socket.
 
 pub(crate) mod admin;
+pub(crate) mod broker_config;
 pub(crate) mod client;
 pub(crate) mod offset;
 pub(crate) mod pull;
@@ -10,6 +11,7 @@ pub(crate) mod reply;
 pub(crate) mod reset;
 pub(crate) mod route;
 pub(crate) mod send;
+pub(crate) mod stats;
 #[cfg(test)]
 mod tests;
 

@@ -37,6 +37,8 @@ struct Attempt {
     min: i64,
     max: i64,
     body: Option<BytesMut>,
+    /// Messages in `body`.
+    messages: usize,
 }
 
 /// Handles a pull holding no in-flight permits (processor unit tests).
@@ -116,6 +118,7 @@ pub(crate) async fn handle_holding(
     {
         max_bytes = max_bytes.min(m);
     }
+    let mut read_at = std::time::Instant::now();
     let mut attempt = pull_once(rmq, &queue, h.queue_offset, max_count, max_bytes, &filter).await?;
     if attempt.code == ResponseCode::PullNotFound && h.has_flag(PULL_FLAG_SUSPEND) {
         let hold = if rmq.node.config.broker.long_polling {
@@ -133,9 +136,17 @@ pub(crate) async fn handle_holding(
                 return Err(GatewayError::ConnectionClosed);
             }
             in_flight.reacquire().await;
+            read_at = std::time::Instant::now();
             attempt = pull_once(rmq, &queue, h.queue_offset, max_count, max_bytes, &filter).await?;
         }
     }
+    rmq.node.stats.on_get(
+        &h.topic,
+        &h.consumer_group,
+        u64::try_from(attempt.messages).unwrap_or(u64::MAX),
+        attempt.body.as_ref().map_or(0, |b| b.len() as u64),
+        u64::try_from(read_at.elapsed().as_millis()).unwrap_or(u64::MAX),
+    );
     tracing::debug!(
         group = %h.consumer_group,
         topic = %h.topic,
@@ -215,6 +226,7 @@ async fn pull_once(
         min,
         max,
         body: None,
+        messages: 0,
     };
     if max == 0 {
         let code = if offset == 0 {
@@ -272,6 +284,7 @@ async fn pull_once(
             batch.next_offset.0,
         ));
     }
+    let count = messages.len();
     let mut body = BytesMut::with_capacity(messages.iter().map(|m| m.len()).sum());
     for m in messages {
         body.extend_from_slice(m);
@@ -283,5 +296,6 @@ async fn pull_once(
         min,
         max,
         body: Some(body),
+        messages: count,
     })
 }

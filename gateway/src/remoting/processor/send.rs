@@ -57,6 +57,28 @@ pub(crate) struct Appended {
     /// Queue id to answer with when it differs from where the message was stored (half
     /// messages are stored in the half topic's queue 0).
     reply_queue_id: Option<i32>,
+    /// What the statistics count once the send is durable.
+    put: Option<PutStat>,
+}
+
+/// A send as the statistics count it: the topic the client named, its body bytes, and
+/// when it arrived.
+#[derive(Debug)]
+struct PutStat {
+    topic: String,
+    bytes: u64,
+    started: std::time::Instant,
+}
+
+impl Appended {
+    fn counted(mut self, topic: &str, bytes: usize) -> Self {
+        self.put = Some(PutStat {
+            topic: topic.to_owned(),
+            bytes: u64::try_from(bytes).unwrap_or(u64::MAX),
+            started: std::time::Instant::now(),
+        });
+        self
+    }
 }
 
 /// Phase one (reader task, in order, no await).
@@ -71,7 +93,7 @@ pub(crate) fn prepare(rmq: &Arc<Remoting>, ch: &Channel, cmd: &RemotingCommand) 
     }
     match rmq.node.topics.get(&header.topic) {
         Some(cfg) => match append(rmq, ch.peer, ch.shard, &header, cmd.body.clone(), &cfg) {
-            Ok(a) => Prepared::Appended(a),
+            Ok(a) => Prepared::Appended(a.counted(&header.topic, cmd.body.len())),
             Err(e) => Prepared::Failed(e),
         },
         None => Prepared::Deferred {
@@ -106,13 +128,16 @@ pub(crate) async fn complete(
                     topic: header.topic.clone(),
                 })?;
             append(rmq, peer, conn_shard, &header, cmd.body.clone(), &cfg)?
+                .counted(&header.topic, cmd.body.len())
         }
     };
     let Appended {
         ticket,
         uniq_key,
         reply_queue_id,
+        put,
     } = appended;
+    let messages = u64::try_from(ticket.handles.len()).unwrap_or(u64::MAX);
     let queue_id = reply_queue_id.map_or(ticket.queue_id, QueueId);
     let first_offset = ticket.first_offset;
     let msg_id = ticket
@@ -124,7 +149,17 @@ pub(crate) async fn complete(
     // Not durable in time: FLUSH_DISK_TIMEOUT carries the send header, as the reference's
     // does (clients decode it and report SendStatus.FLUSH_DISK_TIMEOUT); the message may
     // still become durable. Every other failure is an error answer.
-    let mut resp = match ticket.durable().await {
+    let durable = ticket.durable().await;
+    let stats = &rmq.node.stats;
+    match (&durable, put) {
+        (Ok(()), Some(p)) => {
+            let took = u64::try_from(p.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+            stats.on_put(&p.topic, messages, p.bytes, took);
+        }
+        (Ok(()), None) => {}
+        (Err(_), _) => stats.on_put_failed(),
+    }
+    let mut resp = match durable {
         Ok(()) => success(),
         Err(e @ SegmentError::Timeout(_)) => {
             let err = GatewayError::from(e);
@@ -266,6 +301,7 @@ fn append(
                 ticket,
                 uniq_key: uniq,
                 reply_queue_id: Some(queue_id),
+                put: None,
             });
         }
         if delay.is_none()
@@ -295,6 +331,7 @@ fn append(
                 ticket,
                 uniq_key: uniq,
                 reply_queue_id: Some(queue_id),
+                put: None,
             });
         }
         if let Some(level) = delay {
@@ -306,6 +343,7 @@ fn append(
                 ticket,
                 uniq_key: uniq,
                 reply_queue_id: Some(queue_id),
+                put: None,
             });
         }
         (vec![msg], uniq)
@@ -315,6 +353,7 @@ fn append(
         ticket,
         uniq_key,
         reply_queue_id: None,
+        put: None,
     })
 }
 

@@ -8,4 +8,5 @@ mod relay;
 mod retry;
 mod route;
 mod send;
+mod stats;
 mod transaction;
