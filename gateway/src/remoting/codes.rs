@@ -26,9 +26,14 @@ impl GatewayError {
             | Self::NoConsumerOnline { .. }
             | Self::ResetOffsetOutOfRange { .. }
             | Self::ReplyNotPushed(_)
-            | Self::ConnectionClosed => ResponseCode::SystemError,
+            | Self::ConnectionClosed
+            | Self::ProducerGroupNotExist { .. } => ResponseCode::SystemError,
             Self::ConsumerTimeout { .. } => ResponseCode::ConsumeMsgTimeout,
-            Self::ConsumerNotOnline { .. } => ResponseCode::ConsumerNotOnline,
+            Self::ConsumerNotOnline { .. } | Self::GroupNotOnline { .. } => {
+                ResponseCode::ConsumerNotOnline
+            }
+            Self::SubscriptionGroupNotExist { .. } => ResponseCode::SubscriptionGroupNotExist,
+            Self::NoTopicInBroker { .. } => ResponseCode::TopicNotExist,
             Self::TopicName(_)
             | Self::InvalidParameter(_)
             | Self::SendQueueIllegal { .. }

@@ -8,6 +8,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
+use stratus_compat::code::LanguageCode;
+use stratus_compat::request::group::{Connection, ConsumerConnection, ProducerConnection};
 use stratus_compat::request::heartbeat::{
     ConsumeFromWhere, ConsumeType, ConsumerData, MessageModel, SubscriptionData,
 };
@@ -47,6 +49,8 @@ struct State {
     /// The client id each connection last sent a request-reply request for (its
     /// `REPLY_TO_CLIENT`), by channel id: one entry per connection at most.
     requesters: HashMap<u64, (String, Arc<Channel>)>,
+    /// The language and version ordinal of each heartbeating channel, by channel id.
+    clients: HashMap<u64, (LanguageCode, i32)>,
 }
 
 /// The registry.
@@ -177,6 +181,7 @@ impl Registry {
     pub(crate) fn channel_closed(&self, channel_id: u64) {
         let mut st = self.state.lock();
         st.requesters.remove(&channel_id);
+        st.clients.remove(&channel_id);
         st.producers.retain(|_, members| {
             members.remove(&channel_id);
             !members.is_empty()
@@ -338,6 +343,89 @@ fn latest<'a>(members: impl Iterator<Item = &'a Member>) -> Option<Arc<Channel>>
         .filter(|m| !m.channel.closed.is_cancelled())
         .max_by_key(|m| (m.last_heartbeat_ms, m.channel.id))
         .map(|m| m.channel.clone())
+}
+
+/// Operators' views (GET_CONSUMER_CONNECTION_LIST, GET_PRODUCER_CONNECTION_LIST,
+/// QUERY_TOPIC_CONSUME_BY_WHO, CLONE_GROUP_OFFSET).
+impl Registry {
+    /// Records the language and version a channel's heartbeat command carried.
+    pub(crate) fn set_client_version(&self, channel_id: u64, language: LanguageCode, version: i32) {
+        self.state
+            .lock()
+            .clients
+            .insert(channel_id, (language, version));
+    }
+
+    /// A consumer group's live channels, subscriptions and modes; `None` when no member is
+    /// registered.
+    pub(crate) fn consumer_connection(&self, group: &str) -> Option<ConsumerConnection> {
+        let st = self.state.lock();
+        let info = st.consumers.get(group)?;
+        Some(ConsumerConnection {
+            connection_set: connections(&st, info.members.iter()),
+            subscription_table: info
+                .subscriptions
+                .iter()
+                .map(|(t, s)| (t.clone(), s.data.clone()))
+                .collect(),
+            consume_type: info.consume_type,
+            message_model: info.message_model,
+            consume_from_where: info.consume_from_where,
+        })
+    }
+
+    /// A producer group's live channels; `None` when no member is registered.
+    pub(crate) fn producer_connection(&self, group: &str) -> Option<ProducerConnection> {
+        let st = self.state.lock();
+        let members = st.producers.get(group)?;
+        Some(ProducerConnection {
+            connection_set: connections(&st, members.iter()),
+        })
+    }
+
+    /// The consumer groups whose members subscribe `topic`, sorted.
+    pub(crate) fn groups_subscribing(&self, topic: &str) -> Vec<String> {
+        let st = self.state.lock();
+        let mut groups: Vec<String> = st
+            .consumers
+            .iter()
+            .filter(|(_, i)| i.subscriptions.contains_key(topic))
+            .map(|(g, _)| g.clone())
+            .collect();
+        groups.sort();
+        groups
+    }
+
+    /// The topics a registered consumer group subscribes (`None`: not registered).
+    pub(crate) fn subscribed_topics(&self, group: &str) -> Option<Vec<String>> {
+        let st = self.state.lock();
+        st.consumers
+            .get(group)
+            .map(|i| i.subscriptions.keys().cloned().collect())
+    }
+}
+
+fn connections<'a>(
+    st: &State,
+    members: impl Iterator<Item = (&'a u64, &'a Member)>,
+) -> Vec<Connection> {
+    let mut set: Vec<Connection> = members
+        .map(|(id, m)| {
+            let (language, version) = st
+                .clients
+                .get(id)
+                .copied()
+                .unwrap_or((LanguageCode::Java, 0));
+            Connection {
+                client_id: m.client_id.clone(),
+                client_addr: m.channel.peer.to_string(),
+                language: language.name().to_owned(),
+                version,
+            }
+        })
+        .collect();
+    set.sort();
+    set
 }
 
 fn subscription(sub: &SubscriptionData) -> Subscription {

@@ -3,6 +3,7 @@
 
 pub(crate) mod admin;
 pub(crate) mod client;
+pub(crate) mod group;
 pub(crate) mod offset;
 pub(crate) mod pull;
 pub(crate) mod relay;
@@ -12,6 +13,7 @@ pub(crate) mod route;
 pub(crate) mod send;
 #[cfg(test)]
 mod tests;
+pub(crate) mod topic_admin;
 
 use bytes::Bytes;
 use serde::Serialize;
