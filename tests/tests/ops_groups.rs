@@ -530,6 +530,68 @@ fn connection_lists_show_live_java_clients() {
     drop(consumer);
 }
 
+#[test]
+fn the_go_admin_api_creates_lists_and_deletes_topics_and_lists_groups() {
+    if !client_installed("go") {
+        assert!(!clients_required(), "client go is not installed");
+        eprintln!("skipping: client go is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let node = Node::start(dir.path()).unwrap();
+    let mut g = SubscriptionGroupConfigBody::new("GoAdminG");
+    g.retry_max_times = 4;
+    g.retry_queue_nums = 2;
+    g.consume_broadcast_enable = false;
+    let cmd = RemotingCommand::request(RequestCode::UpdateAndCreateSubscriptionGroup.to_i32(), 0)
+        .with_body(serde_json::to_vec(&g).unwrap());
+    ok(&invoke(node.broker, cmd), "create group");
+    let (code, events) = stratus_tests::run_client(
+        "go",
+        &args(&[
+            "admin",
+            "--namesrv",
+            &node.namesrv_arg(),
+            "--broker",
+            &node.broker.to_string(),
+            "--topic",
+            "GoAdminT",
+            "--group",
+            "GoAdminG",
+        ]),
+        &dir.path().join("clients"),
+        Duration::from_secs(60),
+    )
+    .unwrap();
+    assert_eq!(code, 0, "go admin: {events:?}");
+    let event = |kind: &str| {
+        events
+            .iter()
+            .find(|e| e["event"] == kind)
+            .unwrap_or_else(|| panic!("no {kind} in {events:?}"))
+            .clone()
+    };
+    let names = |e: &serde_json::Value, key: &str| -> Vec<String> {
+        e[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert!(names(&event("topics"), "topics").contains(&"GoAdminT".to_owned()));
+    let groups = event("groups");
+    let listed = names(&groups, "groups");
+    for name in ["GoAdminG", "TOOLS_CONSUMER", "CID_RMQ_SYS_TRANS"] {
+        assert!(listed.contains(&name.to_owned()), "{name} in {listed:?}");
+    }
+    assert_eq!(groups["retryMaxTimes"], 4, "{groups}");
+    assert_eq!(groups["retryQueueNums"], 2, "{groups}");
+    assert_eq!(groups["consumeBroadcastEnable"], false, "{groups}");
+    event("topic-deleted");
+    assert!(!names(&event("topics-after"), "topics").contains(&"GoAdminT".to_owned()));
+}
+
 /// A fresh PostgreSQL database for this run, or the shared SQLite file.
 fn meta_url(dir: &Path) -> String {
     if let Ok(url) = std::env::var("STRATUS_TEST_POSTGRES_URL") {
