@@ -120,8 +120,9 @@ impl Groups {
     }
 
     /// [`find_or_create`](Self::find_or_create) through the cache, for heartbeats. Meta
-    /// failing never refuses a heartbeat: a stale entry is used, else the default config
-    /// (not remembered, so the next heartbeat asks meta again).
+    /// failing never refuses a heartbeat: a stale entry is used (and trusted for another
+    /// [`CACHE_TTL_MS`]), else the default config (not remembered, so the next heartbeat asks
+    /// meta again).
     pub(crate) async fn for_heartbeat(
         &self,
         node: &Node,
@@ -142,7 +143,12 @@ impl Groups {
             Err(e) => {
                 warn!(group = name, error = %e, "subscription group lookup failed");
                 match cached {
-                    Some(c) => c.config,
+                    Some(c) => {
+                        // Trusted for another while: the next heartbeats do not each wait
+                        // for meta.
+                        self.remember(name, c.config.clone(), now);
+                        c.config
+                    }
                     None if self.may_create(name) => Some(SubscriptionGroupConfigBody::new(name)),
                     None => None,
                 }

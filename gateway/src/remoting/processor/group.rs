@@ -11,6 +11,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use stratus_compat::HeaderError;
 use stratus_compat::command::RemotingCommand;
 use stratus_compat::request::admin::TopicHeader;
 use stratus_compat::request::broker_name;
@@ -79,7 +80,7 @@ pub(crate) async fn all(rmq: &Arc<Remoting>) -> Result<RemotingCommand> {
     let mut resp = success();
     resp.body = json_body(&SubscriptionGroupWrapper {
         data_version: DataVersion {
-            counter: i64::try_from(table.len()).unwrap_or(i64::MAX),
+            counter: 0,
             state_version: 0,
             timestamp: rmq.node.clock.now_ms(),
         },
@@ -209,9 +210,13 @@ pub(crate) async fn topics_of(
     ch: &Channel,
     cmd: &RemotingCommand,
 ) -> Result<RemotingCommand> {
-    let h = GroupHeader::from_command(cmd)?;
     let shard = shard_of(rmq, ch, cmd)?;
-    let topics = offset_topics(rmq, &ConsumerGroup::new(h.group), shard).await?;
+    // The reference answers a request without a group with an empty list.
+    let topics = match GroupHeader::from_command(cmd) {
+        Ok(h) => offset_topics(rmq, &ConsumerGroup::new(h.group), shard).await?,
+        Err(HeaderError::Missing(_)) => Vec::new(),
+        Err(e) => return Err(e.into()),
+    };
     let mut resp = success();
     resp.body = json_body(&TopicList {
         topic_list: topics,
@@ -230,8 +235,13 @@ pub(crate) async fn clone_offsets(
     ch: &Channel,
     cmd: &RemotingCommand,
 ) -> Result<RemotingCommand> {
-    let h = CloneGroupOffsetRequestHeader::from_command(cmd)?;
     let shard = shard_of(rmq, ch, cmd)?;
+    let h = match CloneGroupOffsetRequestHeader::from_command(cmd) {
+        Ok(h) => h,
+        // The reference clones nothing and answers SUCCESS without a source or destination.
+        Err(HeaderError::Missing(_)) => return Ok(success()),
+        Err(e) => return Err(e.into()),
+    };
     let src = ConsumerGroup::new(h.src_group.clone());
     let dest = ConsumerGroup::new(h.dest_group.clone());
     let topics = match &h.topic {

@@ -242,13 +242,11 @@ async fn bad_requests_get_the_reference_codes_and_the_node_keeps_serving() {
     for (code_, field) in [
         (RequestCode::DeleteSubscriptionGroup, "groupName"),
         (RequestCode::GetSubscriptionGroupConfig, "group"),
-        (RequestCode::QueryTopicsByConsumer, "group"),
         (RequestCode::GetConsumerConnectionList, "consumerGroup"),
         (RequestCode::GetProducerConnectionList, "producerGroup"),
         (RequestCode::GetTopicStatsInfo, "topic"),
         (RequestCode::GetTopicConfig, "topic"),
         (RequestCode::QueryTopicConsumeByWho, "topic"),
-        (RequestCode::CloneGroupOffset, "srcGroup"),
     ] {
         let r = ask(&t, request(code_, |_| {})).await;
         assert_eq!(code(&r), ResponseCode::SystemError, "{code_}");
@@ -258,6 +256,14 @@ async fn bad_requests_get_the_reference_codes_and_the_node_keeps_serving() {
             "{code_}"
         );
     }
+    // As the reference: without a group, QUERY_TOPICS_BY_CONSUMER lists nothing and
+    // CLONE_GROUP_OFFSET clones nothing, both SUCCESS.
+    let r = ask(&t, request(RequestCode::QueryTopicsByConsumer, |_| {})).await;
+    assert_eq!(code(&r), ResponseCode::Success);
+    let topics: TopicList = decode_json_body(&r.body).unwrap();
+    assert!(topics.topic_list.is_empty());
+    let r = ask(&t, request(RequestCode::CloneGroupOffset, |_| {})).await;
+    assert_eq!(code(&r), ResponseCode::Success);
     let r = ask(
         &t,
         request(RequestCode::CloneGroupOffset, |c| {
@@ -265,7 +271,7 @@ async fn bad_requests_get_the_reference_codes_and_the_node_keeps_serving() {
         }),
     )
     .await;
-    assert_eq!(remark(&r), "the custom field <destGroup> is null");
+    assert_eq!(code(&r), ResponseCode::Success);
     // Still serving.
     let r = ask(&t, all_groups()).await;
     assert_eq!(code(&r), ResponseCode::Success);
@@ -667,4 +673,26 @@ async fn system_topic_lists_match_the_reference() {
         );
     }
     assert_eq!(b.topic_list.len(), 16);
+}
+
+#[tokio::test]
+async fn a_heartbeat_is_served_while_meta_is_away() {
+    let t = front().await;
+    let hb = || heartbeat("c1", vec![consumer_data("AwayGroup", "Orders")], &[]);
+    assert_eq!(code(&ask_on(&t, 1, hb()).await), ResponseCode::Success);
+    t.rmq.node.meta.close().await;
+    assert!(
+        t.rmq
+            .node
+            .meta
+            .get_group(&ConsumerGroup::new("AwayGroup"))
+            .await
+            .is_err(),
+        "meta is away"
+    );
+    t.test.clock.advance(Duration::from_secs(31));
+    t.rmq.registry.channel_closed(1);
+    // The cached entry is stale and meta cannot be asked: the stale entry serves.
+    assert_eq!(code(&ask_on(&t, 1, hb()).await), ResponseCode::Success);
+    assert_eq!(t.rmq.registry.consumer_ids("AwayGroup"), ["c1"]);
 }
