@@ -51,6 +51,10 @@ struct State {
     requesters: HashMap<u64, (String, Arc<Channel>)>,
     /// The language and version ordinal of each heartbeating channel, by channel id.
     clients: HashMap<u64, (LanguageCode, i32)>,
+    /// Groups whose config turns NOTIFY_CONSUMER_IDS_CHANGED off for registrations and
+    /// unregistrations (`notifyConsumerIdsChangedEnable`; a closed channel still notifies,
+    /// as the reference).
+    quiet: std::collections::HashSet<String>,
 }
 
 /// The registry.
@@ -70,6 +74,7 @@ impl Registry {
         now_ms: i64,
     ) -> bool {
         let mut st = self.state.lock();
+        let quiet = st.quiet.contains(&data.group_name);
         let info = st
             .consumers
             .entry(data.group_name.clone())
@@ -131,7 +136,7 @@ impl Registry {
             .retain(|t, _| listed.contains(&t.as_str()));
         topics_changed |= before != info.subscriptions.len();
         let changed = new_member || topics_changed;
-        if changed {
+        if changed && !quiet {
             notify(&data.group_name, info);
         }
         changed
@@ -173,7 +178,11 @@ impl Registry {
             }
         }
         if let Some(g) = consumer_group {
-            remove_consumer(&mut st, g, channel_id);
+            if st.quiet.contains(g) {
+                remove_consumer_quietly(&mut st, g, channel_id);
+            } else {
+                remove_consumer(&mut st, g, channel_id);
+            }
         }
     }
 
@@ -348,6 +357,17 @@ fn latest<'a>(members: impl Iterator<Item = &'a Member>) -> Option<Arc<Channel>>
 /// Operators' views (GET_CONSUMER_CONNECTION_LIST, GET_PRODUCER_CONNECTION_LIST,
 /// QUERY_TOPIC_CONSUME_BY_WHO, CLONE_GROUP_OFFSET).
 impl Registry {
+    /// Whether a consumer group's members are told of membership changes at registration
+    /// and unregistration (its `notifyConsumerIdsChangedEnable`).
+    pub(crate) fn set_notify_enabled(&self, group: &str, enabled: bool) {
+        let mut st = self.state.lock();
+        if enabled {
+            st.quiet.remove(group);
+        } else {
+            st.quiet.insert(group.to_owned());
+        }
+    }
+
     /// Records the language and version a channel's heartbeat command carried.
     pub(crate) fn set_client_version(&self, channel_id: u64, language: LanguageCode, version: i32) {
         self.state
@@ -426,6 +446,17 @@ fn connections<'a>(
         .collect();
     set.sort();
     set
+}
+
+/// [`remove_consumer`] without notifying the remaining members.
+fn remove_consumer_quietly(st: &mut State, group: &str, channel_id: u64) {
+    let Some(info) = st.consumers.get_mut(group) else {
+        return;
+    };
+    info.members.remove(&channel_id);
+    if info.members.is_empty() {
+        st.consumers.remove(group);
+    }
 }
 
 fn subscription(sub: &SubscriptionData) -> Subscription {

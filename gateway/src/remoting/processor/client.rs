@@ -41,6 +41,8 @@ pub(crate) async fn heartbeat(
         let Some(group) = rmq.groups.for_heartbeat(&rmq.node, &c.group_name).await else {
             continue;
         };
+        rmq.registry
+            .set_notify_enabled(&c.group_name, group.notify_consumer_ids_changed_enable);
         if c.message_model == MessageModel::Clustering {
             let retry = format!("{RETRY_PREFIX}{}", c.group_name);
             if rmq.node.topics.get(&retry).is_none() && retry.len() <= MAX_TOPIC_LEN {

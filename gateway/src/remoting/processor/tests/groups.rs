@@ -696,3 +696,35 @@ async fn a_heartbeat_is_served_while_meta_is_away() {
     assert_eq!(code(&ask_on(&t, 1, hb()).await), ResponseCode::Success);
     assert_eq!(t.rmq.registry.consumer_ids("AwayGroup"), ["c1"]);
 }
+
+/// Two consumers of `group` join; whether the first was sent NOTIFY_CONSUMER_IDS_CHANGED.
+async fn first_member_notified(t: &TestFront, group: &str) -> bool {
+    let (a, mut rx_a) = channel(1);
+    let (b, _rx_b) = channel(2);
+    for (ch, id) in [(&a, "client-a"), (&b, "client-b")] {
+        let cmd = heartbeat(id, vec![consumer_data(group, "Orders")], &[]);
+        let r = crate::remoting::processor::client::heartbeat(&t.rmq, ch, &cmd)
+            .await
+            .unwrap();
+        assert_eq!(code(&r), ResponseCode::Success);
+    }
+    let mut notified = false;
+    while let Ok(c) = rx_a.try_recv() {
+        notified |= c.code == RequestCode::NotifyConsumerIdsChanged.to_i32();
+    }
+    notified
+}
+
+#[tokio::test]
+async fn a_group_may_turn_consumer_id_notifications_off() {
+    let t = front().await;
+    assert!(
+        first_member_notified(&t, "Loud").await,
+        "notified by default"
+    );
+    let t = front().await;
+    let mut g = SubscriptionGroupConfigBody::new("Quiet");
+    g.notify_consumer_ids_changed_enable = false;
+    ask(&t, create_group(&g)).await;
+    assert!(!first_member_notified(&t, "Quiet").await);
+}
