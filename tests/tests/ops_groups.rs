@@ -496,6 +496,15 @@ fn connection_lists_show_live_java_clients() {
         );
     }
 
+    // The live consumer is listed as consuming its topic.
+    let out = admin("5.3.3", &ns, &["topicList", "-c"]);
+    assert!(
+        out.lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>()
+                == ["DefaultCluster", "OpsLive", "OpsCG"]),
+        "topicList -c with a live consumer:\n{out}"
+    );
+
     // The transactional producer heartbeats once it knows the topic's route.
     let deadline = Instant::now() + Duration::from_secs(60);
     while producer_connection(node.broker, "OpsPG").is_none() {
