@@ -300,6 +300,20 @@ pub(crate) enum GatewayError {
         /// Consumer group.
         group: String,
     },
+    /// A pull of a group that does not exist and may not be created.
+    #[error(
+        "subscription group [{group}] does not exist, \nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."
+    )]
+    PullGroupNotExist {
+        /// Consumer group.
+        group: String,
+    },
+    /// A pull of a group whose `consumeEnable` is off.
+    #[error("subscription group no permission, {group}")]
+    GroupConsumeDisabled {
+        /// Consumer group.
+        group: String,
+    },
     /// GET_TOPIC_CONFIG of a topic that does not exist.
     #[error("No topic in this broker. topic: {topic}")]
     NoTopicInBroker {

@@ -32,7 +32,10 @@ impl GatewayError {
             Self::ConsumerNotOnline { .. } | Self::GroupNotOnline { .. } => {
                 ResponseCode::ConsumerNotOnline
             }
-            Self::SubscriptionGroupNotExist { .. } => ResponseCode::SubscriptionGroupNotExist,
+            Self::SubscriptionGroupNotExist { .. } | Self::PullGroupNotExist { .. } => {
+                ResponseCode::SubscriptionGroupNotExist
+            }
+            Self::GroupConsumeDisabled { .. } => ResponseCode::NoPermission,
             Self::NoTopicInBroker { .. } => ResponseCode::TopicNotExist,
             Self::TopicName(_)
             | Self::InvalidParameter(_)

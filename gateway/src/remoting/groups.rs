@@ -1,6 +1,6 @@
 //! Subscription groups: meta's records seen as RocketMQ's `SubscriptionGroupConfig`, the
-//! reference's predefined system groups, auto-creation at a consumer's heartbeat, and a
-//! short-lived cache so heartbeats do not read meta each time.
+//! reference's predefined system groups, auto-creation at a consumer's heartbeat or pull, and
+//! a short-lived cache so heartbeats and pulls do not read meta each time.
 //!
 //! Mirrors `SubscriptionGroupManager`: the predefined groups are always there with the
 //! default config (as on a reference broker after a restart, whatever was deleted); an
@@ -8,8 +8,8 @@
 //! is on, or when it is a system group (`CID_RMQ_SYS_…`, `enableCreateSysGroup`), and its
 //! name is legal. Groups live in meta, so they are the cluster's, whichever node or shard an
 //! operator asked; this node's cache of them lives [`CACHE_TTL_MS`], so a change made through
-//! another node reaches this node's heartbeat path within that time (admin requests read
-//! meta).
+//! another node reaches this node's heartbeats and pulls within that time (admin requests
+//! read meta).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -24,8 +24,10 @@ use tracing::{info, warn};
 use crate::error::{GatewayError, Result};
 use crate::node::Node;
 
-/// How long a group looked up for a heartbeat is trusted.
+/// How long a group looked up for a heartbeat or pull is trusted.
 pub(crate) const CACHE_TTL_MS: i64 = 30_000;
+/// How long a heartbeat or pull waits for meta when a stale entry could answer.
+const STALE_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
 /// Most groups remembered.
 const MAX_CACHED: usize = 10_000;
 
@@ -119,11 +121,11 @@ impl Groups {
         Ok(Some(body))
     }
 
-    /// [`find_or_create`](Self::find_or_create) through the cache, for heartbeats. Meta
-    /// failing never refuses a heartbeat: a stale entry is used (and trusted for another
-    /// [`CACHE_TTL_MS`]), else the default config (not remembered, so the next heartbeat asks
-    /// meta again).
-    pub(crate) async fn for_heartbeat(
+    /// [`find_or_create`](Self::find_or_create) through the cache, for heartbeats and pulls.
+    /// Meta failing never refuses a heartbeat or pull: a stale entry is used when meta fails
+    /// or takes longer than [`STALE_WAIT`] (and trusted for another [`CACHE_TTL_MS`]), else
+    /// the default config (not remembered, so the next request asks meta again).
+    pub(crate) async fn find_cached(
         &self,
         node: &Node,
         name: &str,
@@ -135,7 +137,19 @@ impl Groups {
         {
             return c.config.clone();
         }
-        match self.find_or_create(node, name).await {
+        let looked_up = match &cached {
+            // A stale entry to fall back on: meta gets a short wait, as the order config of
+            // route lookups does.
+            Some(_) => tokio::time::timeout(STALE_WAIT, self.find_or_create(node, name))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(GatewayError::Meta(stratus_meta::MetaError::Unavailable(
+                        "subscription group lookup timed out".into(),
+                    )))
+                }),
+            None => self.find_or_create(node, name).await,
+        };
+        match looked_up {
             Ok(found) => {
                 self.remember(name, found.clone(), now);
                 found

@@ -38,7 +38,7 @@ pub(crate) async fn heartbeat(
     for c in &data.consumer_data_set {
         // As the reference: a group that does not exist and may not be created is not
         // registered.
-        let Some(group) = rmq.groups.for_heartbeat(&rmq.node, &c.group_name).await else {
+        let Some(group) = rmq.groups.find_cached(&rmq.node, &c.group_name).await else {
             continue;
         };
         rmq.registry

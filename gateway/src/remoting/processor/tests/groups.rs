@@ -22,8 +22,8 @@ use stratus_compat::{RequestCode, ResponseCode};
 use stratus_meta::{QueueKey, ShardId};
 
 use crate::remoting::testing::{
-    TestFront, channel, create_topic, dispatch, front, front_with, request, send_ok, send_request,
-    stored,
+    TestFront, channel, create_topic, dispatch, front, front_with, pull_request, request, send_ok,
+    send_request, stored,
 };
 
 /// Runs `cmd` through dispatch on client connection `id` and returns the answer.
@@ -727,4 +727,26 @@ async fn a_group_may_turn_consumer_id_notifications_off() {
     g.notify_consumer_ids_changed_enable = false;
     ask(&t, create_group(&g)).await;
     assert!(!first_member_notified(&t, "Quiet").await);
+}
+
+#[tokio::test]
+async fn pulls_check_the_group_first() {
+    let t = front_with(|s| s.broker.auto_create_subscription_group = false).await;
+    create_topic(&t.rmq, "Orders", 4).await;
+    let r = ask(&t, pull_request("NoSuchGroup", "Orders", 0, 0, 0)).await;
+    assert_eq!(code(&r), ResponseCode::SubscriptionGroupNotExist);
+    assert_eq!(
+        remark(&r),
+        "subscription group [NoSuchGroup] does not exist, \nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."
+    );
+    let mut g = SubscriptionGroupConfigBody::new("Stopped");
+    g.consume_enable = false;
+    ask(&t, create_group(&g)).await;
+    let r = ask(&t, pull_request("Stopped", "Orders", 0, 0, 0)).await;
+    assert_eq!(code(&r), ResponseCode::NoPermission);
+    assert_eq!(remark(&r), "subscription group no permission, Stopped");
+    g.consume_enable = true;
+    ask(&t, create_group(&g)).await;
+    let r = ask(&t, pull_request("Stopped", "Orders", 0, 0, 0)).await;
+    assert_eq!(code(&r), ResponseCode::PullNotFound, "{}", remark(&r));
 }
