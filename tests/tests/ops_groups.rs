@@ -601,6 +601,56 @@ fn the_go_admin_api_creates_lists_and_deletes_topics_and_lists_groups() {
     assert!(!names(&event("topics-after"), "topics").contains(&"GoAdminT".to_owned()));
 }
 
+#[test]
+fn bad_group_requests_get_the_reference_codes_and_the_node_keeps_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = Node::start(dir.path()).unwrap();
+    let system = ResponseCode::SystemError.to_i32();
+    for (code, fields, body) in [
+        (
+            RequestCode::UpdateAndCreateSubscriptionGroup,
+            &[][..],
+            &b"{\"groupName\":"[..],
+        ),
+        (
+            RequestCode::UpdateAndCreateSubscriptionGroup,
+            &[][..],
+            &b""[..],
+        ),
+        (
+            RequestCode::DeleteSubscriptionGroup,
+            &[("cleanOffset", "true")][..],
+            &b""[..],
+        ),
+        (RequestCode::GetSubscriptionGroupConfig, &[][..], &b""[..]),
+        (RequestCode::GetConsumerConnectionList, &[][..], &b""[..]),
+        (RequestCode::GetProducerConnectionList, &[][..], &b""[..]),
+        (RequestCode::GetTopicStatsInfo, &[][..], &b""[..]),
+        (RequestCode::GetTopicConfig, &[][..], &b""[..]),
+        (RequestCode::QueryTopicConsumeByWho, &[][..], &b""[..]),
+    ] {
+        let mut cmd = RemotingCommand::request(code.to_i32(), 0);
+        for (k, v) in fields {
+            cmd.ext_fields.insert((*k).to_owned(), (*v).to_owned());
+        }
+        cmd.body = bytes::Bytes::copy_from_slice(body);
+        let resp = invoke(node.broker, cmd);
+        assert_eq!(resp.code, system, "{code}: {:?}", resp.remark);
+    }
+    let mut cmd =
+        RemotingCommand::request(RequestCode::UpdateAndCreateSubscriptionGroup.to_i32(), 0);
+    cmd.body = bytes::Bytes::from_static(br#"{"groupName":"bad group"}"#);
+    let resp = invoke(node.broker, cmd);
+    assert_eq!(
+        resp.code,
+        ResponseCode::InvalidParameter.to_i32(),
+        "{:?}",
+        resp.remark
+    );
+    // Still serving, on the same port.
+    assert!(listed_groups(node.broker).contains_key("TOOLS_CONSUMER"));
+}
+
 /// A fresh PostgreSQL database for this run, or the shared SQLite file.
 fn meta_url(dir: &Path) -> String {
     if let Ok(url) = std::env::var("STRATUS_TEST_POSTGRES_URL") {
