@@ -63,12 +63,6 @@ pub(crate) async fn update_and_create(
 ) -> Result<RemotingCommand> {
     let body: SubscriptionGroupConfigBody = decode_json_body(&cmd.body)?;
     validate_group(&body.group_name)?;
-    if body.retry_queue_nums < 0 || body.retry_queue_nums > 1024 {
-        return Err(GatewayError::InvalidParameter(format!(
-            "retryQueueNums {} must be between 0 and 1024",
-            body.retry_queue_nums
-        )));
-    }
     info!(group = %body.group_name, "subscription group created or updated");
     rmq.groups.put(&rmq.node, body).await?;
     Ok(success())
