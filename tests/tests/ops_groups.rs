@@ -439,6 +439,33 @@ fn connection_lists_show_live_java_clients() {
     )
     .unwrap();
     consumer.wait_for("ready", Duration::from_secs(60)).unwrap();
+    // A Java 5 consumer in the same group when that client is installed.
+    let consumer5 = client_installed("java5").then(|| {
+        let c = ClientRun::spawn(
+            "java5",
+            &args(&[
+                "consume",
+                "--namesrv",
+                &ns,
+                "--topic",
+                "OpsLive",
+                "--group",
+                "OpsCG",
+                "--expr",
+                "TagA || TagB",
+                "--expect",
+                "1000",
+                "--timeout-secs",
+                "150",
+                "--idle-exit-secs",
+                "150",
+            ]),
+            &scratch,
+        )
+        .unwrap();
+        c.wait_for("ready", Duration::from_secs(60)).unwrap();
+        c
+    });
     let producer = ClientRun::spawn(
         "java49",
         &args(&[
@@ -477,11 +504,21 @@ fn connection_lists_show_live_java_clients() {
             .collect();
         assert_eq!(
             rows.len(),
-            1,
+            1 + usize::from(consumer5.is_some()),
             "mqadmin {version} consumerConnection:\n{out}"
         );
-        assert!(rows[0][1].starts_with("127.0.0.1:"), "{out}");
-        assert!(rows[0][3].starts_with("V4_9_"), "{out}");
+        assert!(rows.iter().all(|r| r[1].starts_with("127.0.0.1:")), "{out}");
+        assert_eq!(
+            rows.iter().filter(|r| r[3].starts_with("V4_9_")).count(),
+            1,
+            "the 4.9 client's version: {out}"
+        );
+        if consumer5.is_some() && version == "5.3.3" {
+            assert!(
+                rows.iter().any(|r| r[3].starts_with("V5_3_")),
+                "the 5.3 client's version: {out}"
+            );
+        }
         assert!(
             out.lines()
                 .any(|l| l.split_whitespace().collect::<Vec<_>>()
@@ -537,6 +574,7 @@ fn connection_lists_show_live_java_clients() {
     }
     drop(producer);
     drop(consumer);
+    drop(consumer5);
 }
 
 #[test]
