@@ -376,13 +376,21 @@ impl Registry {
             .insert(channel_id, (language, version));
     }
 
-    /// A consumer group's live channels, subscriptions and modes; `None` when no member is
-    /// registered.
-    pub(crate) fn consumer_connection(&self, group: &str) -> Option<ConsumerConnection> {
+    /// A consumer group's channels that `on` accepts (those of one shard: a broker lists
+    /// the channels to itself), its subscriptions and modes; `None` when it has none.
+    pub(crate) fn consumer_connection(
+        &self,
+        group: &str,
+        on: impl Fn(&Channel) -> bool,
+    ) -> Option<ConsumerConnection> {
         let st = self.state.lock();
         let info = st.consumers.get(group)?;
+        let connection_set = connections(&st, info.members.iter(), on);
+        if connection_set.is_empty() {
+            return None;
+        }
         Some(ConsumerConnection {
-            connection_set: connections(&st, info.members.iter()),
+            connection_set,
             subscription_table: info
                 .subscriptions
                 .iter()
@@ -394,13 +402,16 @@ impl Registry {
         })
     }
 
-    /// A producer group's live channels; `None` when no member is registered.
-    pub(crate) fn producer_connection(&self, group: &str) -> Option<ProducerConnection> {
+    /// A producer group's channels that `on` accepts; `None` when it has none.
+    pub(crate) fn producer_connection(
+        &self,
+        group: &str,
+        on: impl Fn(&Channel) -> bool,
+    ) -> Option<ProducerConnection> {
         let st = self.state.lock();
         let members = st.producers.get(group)?;
-        Some(ProducerConnection {
-            connection_set: connections(&st, members.iter()),
-        })
+        let connection_set = connections(&st, members.iter(), on);
+        (!connection_set.is_empty()).then_some(ProducerConnection { connection_set })
     }
 
     /// The consumer groups whose members subscribe `topic`, sorted.
@@ -428,8 +439,10 @@ impl Registry {
 fn connections<'a>(
     st: &State,
     members: impl Iterator<Item = (&'a u64, &'a Member)>,
+    on: impl Fn(&Channel) -> bool,
 ) -> Vec<Connection> {
     let mut set: Vec<Connection> = members
+        .filter(|(_, m)| on(&m.channel))
         .map(|(id, m)| {
             let (language, version) = st
                 .clients

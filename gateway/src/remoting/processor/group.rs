@@ -4,9 +4,10 @@
 //! QUERY_TOPIC_CONSUME_BY_WHO (300), CLONE_GROUP_OFFSET (314), QUERY_TOPICS_BY_CONSUMER
 //! (343), GET_SUBSCRIPTIONGROUP_CONFIG (352). Mirrors `AdminBrokerProcessor` of 5.3.3.
 //!
-//! Groups are the cluster's (meta); connections are this node's (its registry, which every
-//! client reaches through each broker it heartbeats); offsets are the asked shard's (its
-//! `bname`, else the port the request came in on, else this node's first shard).
+//! Groups are the cluster's (meta); connections are the asked shard's (the channels of this
+//! node's registry that came in on that shard's ports: a client heartbeats each broker over
+//! its own connection); offsets are the asked shard's too (the shard: the request's `bname`,
+//! else the port it came in on, else this node's first shard).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -38,6 +39,13 @@ fn shard_of(rmq: &Remoting, ch: &Channel, cmd: &RemotingCommand) -> Result<Shard
     rmq.node
         .shards
         .require(broker_name(cmd).as_deref(), ch.shard)
+}
+
+/// Whether a client channel is one to `shard` (a name-server port connection counts as one
+/// to the node's first shard, which answers broker requests there).
+fn channel_on(rmq: &Remoting, shard: ShardId) -> impl Fn(&Channel) -> bool {
+    let first = rmq.node.shards.resolve(None, None);
+    move |c: &Channel| c.shard.or(first) == Some(shard)
 }
 
 /// `TopicValidator.validateGroup`'s rules and wording.
@@ -118,13 +126,16 @@ pub(crate) async fn delete(
     Ok(success())
 }
 
-/// GET_CONSUMER_CONNECTION_LIST (203).
+/// GET_CONSUMER_CONNECTION_LIST (203): the group's channels to the asked shard.
 pub(crate) fn consumer_connections(
     rmq: &Arc<Remoting>,
+    ch: &Channel,
     cmd: &RemotingCommand,
 ) -> Result<RemotingCommand> {
     let h = ConsumerGroupHeader::from_command(cmd)?;
-    let Some(conn) = rmq.registry.consumer_connection(&h.consumer_group) else {
+    let shard = shard_of(rmq, ch, cmd)?;
+    let on = channel_on(rmq, shard);
+    let Some(conn) = rmq.registry.consumer_connection(&h.consumer_group, on) else {
         return Err(GatewayError::GroupNotOnline {
             group: h.consumer_group,
         });
@@ -134,13 +145,16 @@ pub(crate) fn consumer_connections(
     Ok(resp)
 }
 
-/// GET_PRODUCER_CONNECTION_LIST (204).
+/// GET_PRODUCER_CONNECTION_LIST (204): the group's channels to the asked shard.
 pub(crate) fn producer_connections(
     rmq: &Arc<Remoting>,
+    ch: &Channel,
     cmd: &RemotingCommand,
 ) -> Result<RemotingCommand> {
     let h = ProducerGroupHeader::from_command(cmd)?;
-    let Some(conn) = rmq.registry.producer_connection(&h.producer_group) else {
+    let shard = shard_of(rmq, ch, cmd)?;
+    let on = channel_on(rmq, shard);
+    let Some(conn) = rmq.registry.producer_connection(&h.producer_group, on) else {
         return Err(GatewayError::ProducerGroupNotExist {
             group: h.producer_group,
         });

@@ -1,6 +1,7 @@
 //! Operators' group and consumer views (`processor/group.rs`, `processor/topic_admin.rs`)
 //! and group auto-creation at heartbeats, through dispatch against the test core.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use stratus_compat::code::LanguageCode;
@@ -21,6 +22,7 @@ use stratus_compat::types::{ConsumerGroup, QueueId, QueueOffset, Topic};
 use stratus_compat::{RequestCode, ResponseCode};
 use stratus_meta::{QueueKey, ShardId};
 
+use crate::remoting::net::Channel;
 use crate::remoting::testing::{
     TestFront, channel, create_topic, dispatch, front, front_with, pull_request, request, send_ok,
     send_request, stored,
@@ -749,4 +751,77 @@ async fn pulls_check_the_group_first() {
     ask(&t, create_group(&g)).await;
     let r = ask(&t, pull_request("Stopped", "Orders", 0, 0, 0)).await;
     assert_eq!(code(&r), ResponseCode::PullNotFound, "{}", remark(&r));
+}
+
+#[tokio::test]
+async fn a_shard_lists_only_the_connections_made_to_it() {
+    let t = front_with(|s| s.node.shards = 2).await;
+    // One client, one connection to each broker (shard), as clients connect.
+    let mut rxs = Vec::new();
+    for (id, shard) in [(1, 0), (2, 1)] {
+        let (tx, rx) = tokio::sync::mpsc::channel(16);
+        rxs.push(rx);
+        let peer = format!("127.0.0.1:{}", 40_000 + id).parse().unwrap();
+        let ch = Arc::new(Channel::new(id, peer, Some(ShardId(shard)), tx));
+        let cmd = heartbeat(
+            "client-a",
+            vec![consumer_data("Both", "Orders")],
+            &["PBoth"],
+        );
+        crate::remoting::processor::client::heartbeat(&t.rmq, &ch, &cmd)
+            .await
+            .unwrap();
+    }
+    for (broker, addr) in [
+        ("broker-0", "127.0.0.1:40001"),
+        ("broker-1", "127.0.0.1:40002"),
+    ] {
+        let r = ask(
+            &t,
+            request(RequestCode::GetConsumerConnectionList, |cmd| {
+                cmd.put_ext("consumerGroup", "Both");
+                cmd.put_ext("bname", broker);
+            }),
+        )
+        .await;
+        let cc: ConsumerConnection = decode_json_body(&r.body).unwrap();
+        let addrs: Vec<&str> = cc
+            .connection_set
+            .iter()
+            .map(|c| c.client_addr.as_str())
+            .collect();
+        assert_eq!(addrs, [addr], "{broker}");
+        let r = ask(
+            &t,
+            request(RequestCode::GetProducerConnectionList, |cmd| {
+                cmd.put_ext("producerGroup", "PBoth");
+                cmd.put_ext("bname", broker);
+            }),
+        )
+        .await;
+        let pc: ProducerConnection = decode_json_body(&r.body).unwrap();
+        assert_eq!(pc.connection_set.len(), 1, "{broker}");
+    }
+    // The name-server port answers for the first shard.
+    let r = ask(
+        &t,
+        request(RequestCode::GetConsumerConnectionList, |cmd| {
+            cmd.put_ext("consumerGroup", "Both")
+        }),
+    )
+    .await;
+    let cc: ConsumerConnection = decode_json_body(&r.body).unwrap();
+    assert_eq!(cc.connection_set[0].client_addr, "127.0.0.1:40001");
+    // A shard the group has no connection to: not online there.
+    t.rmq.registry.channel_closed(2);
+    let r = ask(
+        &t,
+        request(RequestCode::GetConsumerConnectionList, |cmd| {
+            cmd.put_ext("consumerGroup", "Both");
+            cmd.put_ext("bname", "broker-1");
+        }),
+    )
+    .await;
+    assert_eq!(code(&r), ResponseCode::ConsumerNotOnline);
+    drop(rxs);
 }
