@@ -12,7 +12,6 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use stratus_compat::client::RemotingClient;
@@ -25,12 +24,11 @@ use stratus_compat::request::heartbeat::decode_json_body;
 use stratus_compat::request::offset::{
     QueryConsumerOffsetRequestHeader, UpdateConsumerOffsetRequestHeader, read_offset_response,
 };
-use stratus_compat::request::route::ClusterInfo;
 use stratus_compat::request::send::SendMessageRequestHeader;
 use stratus_compat::{RequestCode, ResponseCode};
 use stratus_tests::{
-    ClientRun, Node, args, client_installed, clients_required, free_port, free_port_range, mqadmin,
-    mqadmin_installed, now_ms,
+    ClientRun, Node, args, client_installed, clients_required, cluster_meta_url, cluster_routes,
+    free_port, free_shard_base, mqadmin, mqadmin_installed, now_ms, shard_port,
 };
 
 const VERSIONS: [&str; 2] = ["5.3.3", "4.9.8"];
@@ -689,32 +687,12 @@ fn bad_group_requests_get_the_reference_codes_and_the_node_keeps_serving() {
     assert!(listed_groups(node.broker).contains_key("TOOLS_CONSUMER"));
 }
 
-/// A fresh PostgreSQL database for this run, or the shared SQLite file.
-fn meta_url(dir: &Path) -> String {
-    if let Ok(url) = std::env::var("STRATUS_TEST_POSTGRES_URL") {
-        let db = format!("stratus_ops_groups_{}_{}", std::process::id(), now_ms());
-        let status = std::process::Command::new("psql")
-            .args([url.as_str(), "-q", "-c", &format!("CREATE DATABASE {db}")])
-            .status()
-            .unwrap();
-        assert!(status.success(), "psql CREATE DATABASE failed");
-        let (base, _) = url.rsplit_once('/').unwrap();
-        return format!("{base}/{db}");
-    }
-    format!("embedded://{}", dir.join("meta.db").display())
-}
-
-/// Broker name → address, as a name server answers.
-fn brokers(namesrv: SocketAddr) -> BTreeMap<String, String> {
-    let resp = invoke(
-        namesrv,
-        RemotingCommand::request(RequestCode::GetBrokerClusterInfo.to_i32(), 0),
-    );
-    let info: ClusterInfo = serde_json::from_slice(&resp.body).unwrap();
-    info.broker_addr_table
-        .into_iter()
-        .filter_map(|(name, b)| Some((name, b.broker_addrs.get("0")?.clone())))
-        .collect()
+/// The node (index into `bases`) whose broker ports include `addr`'s port.
+fn owner(addr: &str, bases: &[u16], shards: u16) -> Option<usize> {
+    let port: u16 = addr.rsplit_once(':')?.1.parse().ok()?;
+    bases
+        .iter()
+        .position(|b| (0..shards).any(|s| shard_port(*b, s) == port))
 }
 
 #[test]
@@ -725,14 +703,14 @@ fn a_group_made_through_one_node_is_seen_through_every_node() {
     const SHARDS: u16 = 3;
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let meta = meta_url(dir);
+    let meta = cluster_meta_url(dir);
     let objects = stratus_tests::cluster_object_store_url(dir);
     let shards = SHARDS.to_string();
     let mut nodes = Vec::new();
     let mut bases = Vec::new();
     for n in ["a", "b", "c"] {
         let ns: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-        let base = free_port_range(SHARDS);
+        let base = free_shard_base(SHARDS);
         let id = format!("ops-{n}");
         nodes.push(
             Node::start_member(
@@ -753,13 +731,10 @@ fn a_group_made_through_one_node_is_seen_through_every_node() {
     // Wait for one shard per node.
     let deadline = Instant::now() + Duration::from_secs(60);
     let routes = loop {
-        let r = brokers(nodes[0].namesrv);
+        let r = cluster_routes(nodes[0].namesrv);
         let mut owners: Vec<usize> = r
             .values()
-            .filter_map(|addr| {
-                let port: u16 = addr.rsplit_once(':')?.1.parse().ok()?;
-                bases.iter().position(|b| (*b..*b + SHARDS).contains(&port))
-            })
+            .filter_map(|addr| owner(addr, &bases, SHARDS))
             .collect();
         owners.sort_unstable();
         if r.len() == usize::from(SHARDS) && owners == [0, 1, 2] {
@@ -771,10 +746,7 @@ fn a_group_made_through_one_node_is_seen_through_every_node() {
     // The broker node a owns.
     let (a_broker, a_addr) = routes
         .iter()
-        .find(|(_, addr)| {
-            let port: u16 = addr.rsplit_once(':').unwrap().1.parse().unwrap();
-            (bases[0]..bases[0] + SHARDS).contains(&port)
-        })
+        .find(|(_, addr)| owner(addr, &bases, SHARDS) == Some(0))
         .unwrap();
     let ns_a = nodes[0].namesrv_arg();
     let out = admin(
@@ -815,10 +787,7 @@ fn a_group_made_through_one_node_is_seen_through_every_node() {
     // Deleted through another node: gone on every node.
     let (_, c_addr) = routes
         .iter()
-        .find(|(_, addr)| {
-            let port: u16 = addr.rsplit_once(':').unwrap().1.parse().unwrap();
-            (bases[2]..bases[2] + SHARDS).contains(&port)
-        })
+        .find(|(_, addr)| owner(addr, &bases, SHARDS) == Some(2))
         .unwrap();
     let out = admin(
         "4.9.8",
