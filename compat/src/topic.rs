@@ -97,6 +97,21 @@ pub fn is_not_sendable(name: &str) -> bool {
     NOT_SENDABLE.contains(&name)
 }
 
+/// The reference's static system topic set (`TopicValidator.SYSTEM_TOPIC_SET` before a
+/// broker adds its own), in its order.
+pub fn system_topic_set() -> &'static [&'static str] {
+    &SYSTEM_TOPICS
+}
+
+/// Suffix of a cluster's request-reply topic (`MixAll.REPLY_TOPIC_POSTFIX`).
+pub const REPLY_TOPIC_POSTFIX: &str = "REPLY_TOPIC";
+
+/// Prefix of a cluster's POP revive topic (`PopAckConstants.REVIVE_TOPIC`).
+pub const REVIVE_TOPIC_PREFIX: &str = "rmq_sys_REVIVE_LOG_";
+
+/// Prefix of a broker's member-sync topic (`TopicValidator.SYNC_BROKER_MEMBER_GROUP_PREFIX`).
+pub const SYNC_BROKER_MEMBER_PREFIX: &str = "rmq_sys_SYNC_BROKER_MEMBER_";
+
 /// True for system topics (not listed as user topics; not creatable by admin).
 pub fn is_system_topic(name: &str) -> bool {
     SYSTEM_TOPICS.contains(&name) || name.starts_with(SYSTEM_PREFIX)

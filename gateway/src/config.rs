@@ -468,6 +468,10 @@ pub struct BrokerSettings {
     pub max_pull_messages: usize,
     /// Most bytes one pull returns (the first message is always returned).
     pub max_pull_bytes: ByteSize,
+    /// Create a consumer's subscription group in meta at its first heartbeat
+    /// (`autoCreateSubscriptionGroup`); when off, only groups made by an operator (and the
+    /// system groups) may consume.
+    pub auto_create_subscription_group: bool,
 }
 
 /// Object storage and group commit.
@@ -600,6 +604,7 @@ impl Default for BrokerSettings {
                 .into(),
             max_pull_messages: 32,
             max_pull_bytes: ByteSize::kib(256),
+            auto_create_subscription_group: true,
         }
     }
 }

@@ -296,6 +296,44 @@ pub(crate) enum GatewayError {
     /// Metadata failure.
     #[error("metadata: {0}")]
     Meta(#[from] MetaError),
+    /// GET_CONSUMER_CONNECTION_LIST of a group without a live member.
+    #[error("the consumer group[{group}] not online")]
+    GroupNotOnline {
+        /// Consumer group.
+        group: String,
+    },
+    /// GET_PRODUCER_CONNECTION_LIST of a group without a live member.
+    #[error("the producer group[{group}] not exist")]
+    ProducerGroupNotExist {
+        /// Producer group.
+        group: String,
+    },
+    /// GET_SUBSCRIPTIONGROUP_CONFIG of a group that does not exist (and may not be created).
+    #[error("No group in this broker")]
+    SubscriptionGroupNotExist {
+        /// Consumer group.
+        group: String,
+    },
+    /// A pull of a group that does not exist and may not be created.
+    #[error(
+        "subscription group [{group}] does not exist, \nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."
+    )]
+    PullGroupNotExist {
+        /// Consumer group.
+        group: String,
+    },
+    /// A pull of a group whose `consumeEnable` is off.
+    #[error("subscription group no permission, {group}")]
+    GroupConsumeDisabled {
+        /// Consumer group.
+        group: String,
+    },
+    /// GET_TOPIC_CONFIG of a topic that does not exist.
+    #[error("No topic in this broker. topic: {topic}")]
+    NoTopicInBroker {
+        /// Topic.
+        topic: String,
+    },
 }
 
 /// Result alias.

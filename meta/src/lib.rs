@@ -216,6 +216,14 @@ pub trait MetaStore: SegmentCatalog {
     async fn put_group(&self, config: &SubscriptionGroupConfig) -> Result<()>;
     /// Every subscription group, ordered by name.
     async fn list_groups(&self) -> Result<Vec<SubscriptionGroupConfig>>;
+    /// Deletes a subscription group; true if it existed. Its offsets stay (see
+    /// [`delete_group_offsets`](Self::delete_group_offsets)).
+    async fn delete_group(&self, group: &ConsumerGroup) -> Result<bool>;
+    /// Deletes a group's committed offsets on one shard; how many there were.
+    async fn delete_group_offsets(&self, group: &ConsumerGroup, shard: ShardId) -> Result<u64>;
+    /// The groups with a committed offset on some queue of `topic` on `shard`, ordered by
+    /// name.
+    async fn offset_groups(&self, shard: ShardId, topic: &Topic) -> Result<Vec<ConsumerGroup>>;
 
     // ----- node membership -----
 

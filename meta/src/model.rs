@@ -298,6 +298,9 @@ pub struct SubscriptionGroupConfig {
     pub retry_queue_nums: i32,
     /// Max reconsume times (default 16).
     pub retry_max_times: i32,
+    /// The protocol's other fields of the group, which Stratus keeps without interpreting
+    /// (RocketMQ: the `SubscriptionGroupConfig` JSON as sent); `None`: the defaults.
+    pub details: Option<String>,
 }
 
 /// A gateway node as registered in meta.

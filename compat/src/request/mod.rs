@@ -7,6 +7,7 @@
 
 pub mod admin;
 pub mod consumer;
+pub mod group;
 pub mod heartbeat;
 pub mod lock;
 pub mod offset;

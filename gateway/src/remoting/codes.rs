@@ -27,10 +27,19 @@ impl GatewayError {
             | Self::ResetOffsetOutOfRange { .. }
             | Self::ReplyNotPushed(_)
             | Self::StatsNotExist { .. }
-            | Self::ConnectionClosed => ResponseCode::SystemError,
+            | Self::ConnectionClosed
+            | Self::ProducerGroupNotExist { .. } => ResponseCode::SystemError,
             Self::ConsumerTimeout { .. } => ResponseCode::ConsumeMsgTimeout,
-            Self::ConsumerNotOnline { .. } => ResponseCode::ConsumerNotOnline,
-            Self::ConfigNotUpdatable { .. } => ResponseCode::NoPermission,
+            Self::ConsumerNotOnline { .. } | Self::GroupNotOnline { .. } => {
+                ResponseCode::ConsumerNotOnline
+            }
+            Self::SubscriptionGroupNotExist { .. } | Self::PullGroupNotExist { .. } => {
+                ResponseCode::SubscriptionGroupNotExist
+            }
+            Self::ConfigNotUpdatable { .. } | Self::GroupConsumeDisabled { .. } => {
+                ResponseCode::NoPermission
+            }
+            Self::NoTopicInBroker { .. } => ResponseCode::TopicNotExist,
             Self::TopicName(_)
             | Self::InvalidParameter(_)
             | Self::SendQueueIllegal { .. }

@@ -205,6 +205,20 @@ async fn route(
         C::SendReplyMessage | C::SendReplyMessageV2 => {
             processor::reply::send_reply(rmq, ch, cmd, permit).await
         }
+        // Operators' group and consumer views (processor/group.rs, processor/topic_admin.rs).
+        C::UpdateAndCreateSubscriptionGroup => processor::group::update_and_create(rmq, &cmd).await,
+        C::GetAllSubscriptionGroupConfig => processor::group::all(rmq).await,
+        C::GetSubscriptionGroupConfig => processor::group::get(rmq, &cmd).await,
+        C::DeleteSubscriptionGroup => processor::group::delete(rmq, ch, &cmd).await,
+        C::GetConsumerConnectionList => processor::group::consumer_connections(rmq, ch, &cmd),
+        C::GetProducerConnectionList => processor::group::producer_connections(rmq, ch, &cmd),
+        C::QueryTopicConsumeByWho => processor::group::consumed_by(rmq, ch, &cmd).await,
+        C::QueryTopicsByConsumer => processor::group::topics_of(rmq, ch, &cmd).await,
+        C::CloneGroupOffset => processor::group::clone_offsets(rmq, ch, &cmd).await,
+        C::GetTopicStatsInfo => processor::topic_admin::stats(rmq, ch, &cmd).await,
+        C::GetTopicConfig => processor::topic_admin::config(rmq, &cmd),
+        C::GetSystemTopicListFromNs => processor::topic_admin::from_namesrv(rmq),
+        C::GetSystemTopicListFromBroker => processor::topic_admin::from_broker(rmq, ch, &cmd),
         other => Err(GatewayError::NotSupported {
             code: other.to_i32(),
         }),

@@ -10,6 +10,7 @@
 pub(crate) mod codes;
 pub(crate) mod dispatch;
 pub(crate) mod filter;
+pub(crate) mod groups;
 pub(crate) mod locks;
 pub(crate) mod net;
 pub(crate) mod processor;
@@ -45,11 +46,14 @@ pub(crate) struct Remoting {
     pub(crate) order_confs: processor::route::OrderConfs,
     /// Queues whose consumer offsets were just reset (stale commits are not applied).
     pub(crate) resets: processor::reset::ResetFences,
+    /// Subscription groups (meta's, cached for heartbeats).
+    pub(crate) groups: groups::Groups,
 }
 
 impl Remoting {
     /// The front end over `node`; serves nothing until a listener runs.
     pub(crate) fn new(node: Arc<Node>) -> Arc<Self> {
+        let groups = groups::Groups::new(node.config.broker.auto_create_subscription_group);
         Arc::new(Self {
             node,
             registry: registry::Registry::default(),
@@ -57,6 +61,7 @@ impl Remoting {
             locks: locks::QueueLocks::default(),
             order_confs: processor::route::OrderConfs::default(),
             resets: processor::reset::ResetFences::default(),
+            groups,
         })
     }
 

@@ -8,11 +8,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
+use stratus_compat::code::LanguageCode;
+use stratus_compat::request::group::{Connection, ConsumerConnection, ProducerConnection};
 use stratus_compat::request::heartbeat::{
     ConsumeFromWhere, ConsumeType, ConsumerData, MessageModel, SubscriptionData,
 };
-
-use stratus_compat::code::LanguageCode;
 
 use crate::remoting::filter::MessageFilter;
 use crate::remoting::net::Channel;
@@ -49,8 +49,13 @@ struct State {
     /// The client id each connection last sent a request-reply request for (its
     /// `REPLY_TO_CLIENT`), by channel id: one entry per connection at most.
     requesters: HashMap<u64, (String, Arc<Channel>)>,
-    /// Language and version of each heartbeating channel (GET_ALL_PRODUCER_INFO).
+    /// The language and version ordinal of each heartbeating channel, by channel id
+    /// (connection lists, GET_ALL_PRODUCER_INFO).
     clients: HashMap<u64, (LanguageCode, i32)>,
+    /// Groups whose config turns NOTIFY_CONSUMER_IDS_CHANGED off for registrations and
+    /// unregistrations (`notifyConsumerIdsChangedEnable`; a closed channel still notifies,
+    /// as the reference).
+    quiet: std::collections::HashSet<String>,
 }
 
 /// A producer as GET_ALL_PRODUCER_INFO lists it.
@@ -81,6 +86,7 @@ impl Registry {
         now_ms: i64,
     ) -> bool {
         let mut st = self.state.lock();
+        let quiet = st.quiet.contains(&data.group_name);
         let info = st
             .consumers
             .entry(data.group_name.clone())
@@ -142,7 +148,7 @@ impl Registry {
             .retain(|t, _| listed.contains(&t.as_str()));
         topics_changed |= before != info.subscriptions.len();
         let changed = new_member || topics_changed;
-        if changed {
+        if changed && !quiet {
             notify(&data.group_name, info);
         }
         changed
@@ -184,7 +190,11 @@ impl Registry {
             }
         }
         if let Some(g) = consumer_group {
-            remove_consumer(&mut st, g, channel_id);
+            if st.quiet.contains(g) {
+                remove_consumer_quietly(&mut st, g, channel_id);
+            } else {
+                remove_consumer(&mut st, g, channel_id);
+            }
         }
     }
 
@@ -263,14 +273,6 @@ impl Registry {
 }
 
 impl Registry {
-    /// Notes the language and version a channel's heartbeat came with.
-    pub(crate) fn note_client(&self, channel_id: u64, language: LanguageCode, version: i32) {
-        self.state
-            .lock()
-            .clients
-            .insert(channel_id, (language, version));
-    }
-
     /// Every registered producer, by group.
     pub(crate) fn producers(&self) -> Vec<ProducerEntry> {
         let st = self.state.lock();
@@ -396,6 +398,124 @@ fn latest<'a>(members: impl Iterator<Item = &'a Member>) -> Option<Arc<Channel>>
         .filter(|m| !m.channel.closed.is_cancelled())
         .max_by_key(|m| (m.last_heartbeat_ms, m.channel.id))
         .map(|m| m.channel.clone())
+}
+
+/// Operators' views (GET_CONSUMER_CONNECTION_LIST, GET_PRODUCER_CONNECTION_LIST,
+/// QUERY_TOPIC_CONSUME_BY_WHO, CLONE_GROUP_OFFSET).
+impl Registry {
+    /// Whether a consumer group's members are told of membership changes at registration
+    /// and unregistration (its `notifyConsumerIdsChangedEnable`).
+    pub(crate) fn set_notify_enabled(&self, group: &str, enabled: bool) {
+        let mut st = self.state.lock();
+        if enabled {
+            st.quiet.remove(group);
+        } else {
+            st.quiet.insert(group.to_owned());
+        }
+    }
+
+    /// Records the language and version a channel's heartbeat command carried.
+    pub(crate) fn set_client_version(&self, channel_id: u64, language: LanguageCode, version: i32) {
+        self.state
+            .lock()
+            .clients
+            .insert(channel_id, (language, version));
+    }
+
+    /// A consumer group's channels that `on` accepts (those of one shard: a broker lists
+    /// the channels to itself), its subscriptions and modes; `None` when it has none.
+    pub(crate) fn consumer_connection(
+        &self,
+        group: &str,
+        on: impl Fn(&Channel) -> bool,
+    ) -> Option<ConsumerConnection> {
+        let st = self.state.lock();
+        let info = st.consumers.get(group)?;
+        let connection_set = connections(&st, info.members.iter(), on);
+        if connection_set.is_empty() {
+            return None;
+        }
+        Some(ConsumerConnection {
+            connection_set,
+            subscription_table: info
+                .subscriptions
+                .iter()
+                .map(|(t, s)| (t.clone(), s.data.clone()))
+                .collect(),
+            consume_type: info.consume_type,
+            message_model: info.message_model,
+            consume_from_where: info.consume_from_where,
+        })
+    }
+
+    /// A producer group's channels that `on` accepts; `None` when it has none.
+    pub(crate) fn producer_connection(
+        &self,
+        group: &str,
+        on: impl Fn(&Channel) -> bool,
+    ) -> Option<ProducerConnection> {
+        let st = self.state.lock();
+        let members = st.producers.get(group)?;
+        let connection_set = connections(&st, members.iter(), on);
+        (!connection_set.is_empty()).then_some(ProducerConnection { connection_set })
+    }
+
+    /// The consumer groups whose members subscribe `topic`, sorted.
+    pub(crate) fn groups_subscribing(&self, topic: &str) -> Vec<String> {
+        let st = self.state.lock();
+        let mut groups: Vec<String> = st
+            .consumers
+            .iter()
+            .filter(|(_, i)| i.subscriptions.contains_key(topic))
+            .map(|(g, _)| g.clone())
+            .collect();
+        groups.sort();
+        groups
+    }
+
+    /// The topics a registered consumer group subscribes (`None`: not registered).
+    pub(crate) fn subscribed_topics(&self, group: &str) -> Option<Vec<String>> {
+        let st = self.state.lock();
+        st.consumers
+            .get(group)
+            .map(|i| i.subscriptions.keys().cloned().collect())
+    }
+}
+
+fn connections<'a>(
+    st: &State,
+    members: impl Iterator<Item = (&'a u64, &'a Member)>,
+    on: impl Fn(&Channel) -> bool,
+) -> Vec<Connection> {
+    let mut set: Vec<Connection> = members
+        .filter(|(_, m)| on(&m.channel))
+        .map(|(id, m)| {
+            let (language, version) = st
+                .clients
+                .get(id)
+                .copied()
+                .unwrap_or((LanguageCode::Java, 0));
+            Connection {
+                client_id: m.client_id.clone(),
+                client_addr: m.channel.peer.to_string(),
+                language: language.name().to_owned(),
+                version,
+            }
+        })
+        .collect();
+    set.sort();
+    set
+}
+
+/// [`remove_consumer`] without notifying the remaining members.
+fn remove_consumer_quietly(st: &mut State, group: &str, channel_id: u64) {
+    let Some(info) = st.consumers.get_mut(group) else {
+        return;
+    };
+    info.members.remove(&channel_id);
+    if info.members.is_empty() {
+        st.consumers.remove(group);
+    }
 }
 
 fn subscription(sub: &SubscriptionData) -> Subscription {

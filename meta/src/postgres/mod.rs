@@ -86,6 +86,11 @@ const MIGRATIONS: &MigrationList = &[
         "nodes",
         include_str!("../../migrations/postgres/005_nodes.sql"),
     ),
+    (
+        6,
+        "group_details",
+        include_str!("../../migrations/postgres/006_group_details.sql"),
+    ),
 ];
 
 /// PostgreSQL-backed [`crate::MetaStore`]: the shared SQL store on one connection pool (see the

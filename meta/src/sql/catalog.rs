@@ -9,10 +9,10 @@ use stratus_compat::types::{ConsumerGroup, QueueOffset, Topic};
 
 use super::convert::shard_to_db;
 use super::dialect::Dialect;
-use super::driver::{Bind, Columns};
+use super::driver::{Bind, Columns, RowsAffected};
 use super::rows::{self, OffsetRow};
 use crate::error::Result;
-use crate::model::{ConsumerOffset, QueueKey, SubscriptionGroupConfig, TopicConfig};
+use crate::model::{ConsumerOffset, QueueKey, ShardId, SubscriptionGroupConfig, TopicConfig};
 
 // ----- topics -----
 
@@ -120,7 +120,7 @@ pub(crate) async fn get_group<D: Dialect>(
 ) -> Result<Option<SubscriptionGroupConfig>> {
     sqlx::query(
         "SELECT group_name, consume_enable, consume_broadcast_enable, retry_queue_nums, \
-                retry_max_times \
+                retry_max_times, details \
          FROM subscription_groups WHERE group_name = $1",
     )
     .arg(group.as_str())
@@ -135,7 +135,7 @@ pub(crate) async fn list_groups<D: Dialect>(
 ) -> Result<Vec<SubscriptionGroupConfig>> {
     sqlx::query(
         "SELECT group_name, consume_enable, consume_broadcast_enable, retry_queue_nums, \
-                retry_max_times \
+                retry_max_times, details \
          FROM subscription_groups ORDER BY group_name",
     )
     .try_map(rows::group)
@@ -150,23 +150,37 @@ pub(crate) async fn put_group<D: Dialect>(
 ) -> Result<()> {
     sqlx::query(
         "INSERT INTO subscription_groups (group_name, consume_enable, consume_broadcast_enable, \
-                                          retry_queue_nums, retry_max_times) \
-         VALUES ($1, $2, $3, $4, $5) \
+                                          retry_queue_nums, retry_max_times, details) \
+         VALUES ($1, $2, $3, $4, $5, $6) \
          ON CONFLICT (group_name) DO UPDATE SET \
              consume_enable = excluded.consume_enable, \
              consume_broadcast_enable = excluded.consume_broadcast_enable, \
              retry_queue_nums = excluded.retry_queue_nums, \
-             retry_max_times = excluded.retry_max_times",
+             retry_max_times = excluded.retry_max_times, \
+             details = excluded.details",
     )
     .arg(c.group.as_str())
     .arg(c.consume_enable)
     .arg(c.consume_broadcast_enable)
     .arg(c.retry_queue_nums)
     .arg(c.retry_max_times)
+    .arg(c.details.as_deref())
     .execute(D::on_pool(pool))
     .await
     .map_err(D::db_err("put subscription group"))?;
     Ok(())
+}
+
+pub(crate) async fn delete_group<D: Dialect>(
+    pool: &Pool<D>,
+    group: &ConsumerGroup,
+) -> Result<bool> {
+    let done = sqlx::query("DELETE FROM subscription_groups WHERE group_name = $1")
+        .arg(group.as_str())
+        .execute(D::on_pool(pool))
+        .await
+        .map_err(D::db_err("delete subscription group"))?;
+    Ok(done.rows_affected() > 0)
 }
 
 // ----- consumer offsets -----
@@ -223,6 +237,37 @@ pub(crate) async fn group_offsets<D: Dialect>(
     .await
     .map_err(D::db_err("list group offsets"))?;
     rows.into_iter().map(|r| r.into_offset(group)).collect()
+}
+
+pub(crate) async fn delete_group_offsets<D: Dialect>(
+    pool: &Pool<D>,
+    group: &ConsumerGroup,
+    shard: ShardId,
+) -> Result<u64> {
+    let done = sqlx::query("DELETE FROM consumer_offsets WHERE group_name = $1 AND shard_id = $2")
+        .arg(group.as_str())
+        .arg(shard_to_db(shard))
+        .execute(D::on_pool(pool))
+        .await
+        .map_err(D::db_err("delete group offsets"))?;
+    Ok(done.rows_affected())
+}
+
+pub(crate) async fn offset_groups<D: Dialect>(
+    pool: &Pool<D>,
+    shard: ShardId,
+    topic: &Topic,
+) -> Result<Vec<ConsumerGroup>> {
+    sqlx::query(
+        "SELECT DISTINCT group_name FROM consumer_offsets \
+         WHERE topic = $1 AND shard_id = $2 ORDER BY group_name",
+    )
+    .arg(topic.as_str())
+    .arg(shard_to_db(shard))
+    .try_map(|r: D::Row| r.text(0).map(ConsumerGroup::new))
+    .fetch_all(D::on_pool(pool))
+    .await
+    .map_err(D::db_err("list groups of a topic"))
 }
 
 // ----- name-server KV config -----

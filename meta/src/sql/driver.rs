@@ -24,6 +24,8 @@ pub(crate) enum Param<'a> {
     Text(&'a str),
     /// A nullable BIGINT.
     OptInt(Option<i64>),
+    /// A nullable TEXT.
+    OptText(Option<&'a str>),
 }
 
 impl From<i64> for Param<'_> {
@@ -47,6 +49,12 @@ impl From<bool> for Param<'_> {
 impl<'a> From<&'a str> for Param<'a> {
     fn from(v: &'a str) -> Self {
         Self::Text(v)
+    }
+}
+
+impl<'a> From<Option<&'a str>> for Param<'a> {
+    fn from(v: Option<&'a str>) -> Self {
+        Self::OptText(v)
     }
 }
 
@@ -80,6 +88,7 @@ where
     bool: for<'e> Encode<'e, D> + Type<D>,
     for<'e> &'e str: Encode<'e, D> + Type<D>,
     Option<i64>: for<'e> Encode<'e, D> + Type<D>,
+    for<'e> Option<&'e str>: Encode<'e, D> + Type<D>,
 {
     fn on_pool(pool: &Pool<D>) -> impl Executor<'_, Database = D> {
         pool
@@ -96,6 +105,7 @@ where
             Param::Bool(v) => query.bind(v),
             Param::Text(v) => query.bind(v),
             Param::OptInt(v) => query.bind(v),
+            Param::OptText(v) => query.bind(v),
         }
     }
 }

@@ -29,7 +29,8 @@ pub(crate) fn topic(r: impl Columns) -> Result<TopicConfig, sqlx::Error> {
     })
 }
 
-/// `group_name, consume_enable, consume_broadcast_enable, retry_queue_nums, retry_max_times`.
+/// `group_name, consume_enable, consume_broadcast_enable, retry_queue_nums, retry_max_times,
+/// details`.
 pub(crate) fn group(r: impl Columns) -> Result<SubscriptionGroupConfig, sqlx::Error> {
     Ok(SubscriptionGroupConfig {
         group: ConsumerGroup::new(r.text(0)?),
@@ -37,6 +38,7 @@ pub(crate) fn group(r: impl Columns) -> Result<SubscriptionGroupConfig, sqlx::Er
         consume_broadcast_enable: r.flag(2)?,
         retry_queue_nums: r.int4(3)?,
         retry_max_times: r.int4(4)?,
+        details: r.opt_text(5)?,
     })
 }
 

@@ -202,6 +202,18 @@ impl<D: Dialect> MetaStore for SqlMeta<D> {
         catalog::list_groups(&self.reader).await
     }
 
+    async fn delete_group(&self, group: &ConsumerGroup) -> Result<bool> {
+        catalog::delete_group(&self.writer, group).await
+    }
+
+    async fn delete_group_offsets(&self, group: &ConsumerGroup, shard: ShardId) -> Result<u64> {
+        catalog::delete_group_offsets(&self.writer, group, shard).await
+    }
+
+    async fn offset_groups(&self, shard: ShardId, topic: &Topic) -> Result<Vec<ConsumerGroup>> {
+        catalog::offset_groups(&self.reader, shard, topic).await
+    }
+
     async fn heartbeat_node(&self, node: &NodeInfo) -> Result<()> {
         nodes::heartbeat_node(&self.writer, node).await
     }

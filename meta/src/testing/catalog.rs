@@ -4,7 +4,7 @@ use stratus_compat::types::{ConsumerGroup, QueueOffset, Topic};
 
 use super::queue;
 use crate::MetaStore;
-use crate::model::{ConsumerOffset, SubscriptionGroupConfig, TopicConfig};
+use crate::model::{ConsumerOffset, ShardId, SubscriptionGroupConfig, TopicConfig};
 
 fn topic(name: &str, queues: i32, order: bool, retention_hours: Option<i64>) -> TopicConfig {
     TopicConfig {
@@ -143,6 +143,7 @@ pub(super) async fn subscription_groups_put_get_list(store: &dyn MetaStore) {
         consume_broadcast_enable: false,
         retry_queue_nums: 1,
         retry_max_times: 16,
+        details: None,
     };
     let g2 = SubscriptionGroupConfig {
         group: ConsumerGroup::new("conf-group-2"),
@@ -150,6 +151,7 @@ pub(super) async fn subscription_groups_put_get_list(store: &dyn MetaStore) {
         consume_broadcast_enable: true,
         retry_queue_nums: 3,
         retry_max_times: 5,
+        details: Some(r#"{"brokerId":0,"consumeMessageOrderly":true}"#.into()),
     };
     assert_eq!(
         store.get_group(&g1.group).await.expect("get"),
@@ -167,6 +169,7 @@ pub(super) async fn subscription_groups_put_get_list(store: &dyn MetaStore) {
         consume_broadcast_enable: true,
         retry_queue_nums: 2,
         retry_max_times: 7,
+        details: Some("{}".into()),
         ..g1.clone()
     };
     store.put_group(&g1b).await.expect("replace g1");
@@ -178,6 +181,73 @@ pub(super) async fn subscription_groups_put_get_list(store: &dyn MetaStore) {
         .filter(|g| g.group.as_str().starts_with("conf-group-"))
         .collect();
     assert_eq!(listed, vec![g1b, g2], "list_groups, ordered by name");
+}
+
+pub(super) async fn subscription_groups_delete_keeps_offsets_until_asked(store: &dyn MetaStore) {
+    let g = SubscriptionGroupConfig {
+        group: ConsumerGroup::new("del-group"),
+        consume_enable: true,
+        consume_broadcast_enable: true,
+        retry_queue_nums: 1,
+        retry_max_times: 16,
+        details: None,
+    };
+    let other = ConsumerGroup::new("del-other");
+    store.put_group(&g).await.expect("put");
+    store
+        .commit_consumer_offsets(&[
+            offset(&g.group, 1, "del-t", 0, 7),
+            offset(&g.group, 1, "del-t", 1, 8),
+            offset(&g.group, 2, "del-t", 0, 9),
+            offset(&g.group, 1, "del-u", 0, 1),
+            offset(&other, 1, "del-t", 3, 4),
+        ])
+        .await
+        .expect("commit");
+    assert_eq!(
+        store
+            .offset_groups(ShardId(1), &Topic::new("del-t"))
+            .await
+            .expect("groups of del-t"),
+        vec![g.group.clone(), other.clone()],
+        "offset_groups: distinct, ordered by name"
+    );
+    assert_eq!(
+        store
+            .offset_groups(ShardId(3), &Topic::new("del-t"))
+            .await
+            .expect("groups on another shard"),
+        vec![],
+        "offset_groups is per shard"
+    );
+    assert!(store.delete_group(&g.group).await.expect("delete"));
+    assert_eq!(store.get_group(&g.group).await.expect("get"), None);
+    assert!(
+        !store.delete_group(&g.group).await.expect("delete again"),
+        "a missing group is not an error"
+    );
+    assert_eq!(
+        store.group_offsets(&g.group).await.expect("offsets").len(),
+        4,
+        "deleting the group keeps its offsets"
+    );
+    assert_eq!(
+        store
+            .delete_group_offsets(&g.group, ShardId(1))
+            .await
+            .expect("delete offsets"),
+        3
+    );
+    assert_eq!(
+        store.group_offsets(&g.group).await.expect("offsets"),
+        vec![offset(&g.group, 2, "del-t", 0, 9)],
+        "only the shard's offsets go"
+    );
+    assert_eq!(
+        store.group_offsets(&other).await.expect("other").len(),
+        1,
+        "other groups keep theirs"
+    );
 }
 
 fn offset(

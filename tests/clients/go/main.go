@@ -54,7 +54,7 @@ func die(code int, format string, args ...interface{}) {
 
 func main() {
 	if len(os.Args) < 2 {
-		die(64, "usage: produce|consume|pull|txn --namesrv HOST:PORT --topic T --group G ... (see README.md)")
+		die(64, "usage: produce|consume|pull|txn|request|admin --namesrv HOST:PORT --topic T --group G ... (see README.md)")
 	}
 	level := os.Getenv("ROCKETMQ_GO_LOG_LEVEL")
 	if level == "" {
@@ -73,6 +73,8 @@ func main() {
 		rc = txn(os.Args[2:])
 	case "request":
 		rc = request(os.Args[2:])
+	case "admin":
+		rc = adminRun(os.Args[2:])
 	default:
 		die(64, "unknown command %s", os.Args[1])
 	}
@@ -783,4 +785,70 @@ func request(args []string) int {
 		return 0
 	}
 	return 1
+}
+
+// ------------------------------------------------------------------ admin
+
+// adminRun drives the library's admin API against one broker: creates topic T (4 queues),
+// lists the cluster's topics, lists the broker's subscription groups (and group G's config
+// when listed), deletes T and lists the topics again. One line per step.
+func adminRun(args []string) int {
+	fs := flag.NewFlagSet("admin", flag.ExitOnError)
+	namesrv := fs.String("namesrv", "", "")
+	broker := fs.String("broker", "", "broker address HOST:PORT")
+	topic := fs.String("topic", "", "")
+	group := fs.String("group", "", "")
+	_ = fs.Parse(args)
+	requireFlags(fs, "namesrv", "broker", "topic", "group")
+	ns := nameServer(*namesrv)
+	adm, err := admin.NewAdmin(admin.WithResolver(primitive.NewPassthroughResolver(ns)))
+	if err != nil {
+		emit("event", "error", "step", "admin", "error", err.Error())
+		return 1
+	}
+	defer adm.Close()
+	ctx := context.Background()
+	topics := func(step string) bool {
+		list, err := adm.FetchAllTopicList(ctx)
+		if err != nil {
+			emit("event", "error", "step", step, "error", err.Error())
+			return false
+		}
+		emit("event", step, "topics", list.TopicList)
+		return true
+	}
+	if err := adm.CreateTopic(ctx, admin.WithTopicCreate(*topic), admin.WithBrokerAddrCreate(*broker),
+		admin.WithReadQueueNums(4), admin.WithWriteQueueNums(4)); err != nil {
+		emit("event", "error", "step", "create-topic", "error", err.Error())
+		return 1
+	}
+	emit("event", "topic-created", "topic", *topic)
+	if !topics("topics") {
+		return 1
+	}
+	wrapper, err := adm.GetAllSubscriptionGroup(ctx, *broker, 3*time.Second)
+	if err != nil {
+		emit("event", "error", "step", "groups", "error", err.Error())
+		return 1
+	}
+	names := make([]string, 0, len(wrapper.SubscriptionGroupTable))
+	for name := range wrapper.SubscriptionGroupTable {
+		names = append(names, name)
+	}
+	line := []interface{}{"event", "groups", "groups", names}
+	if g, ok := wrapper.SubscriptionGroupTable[*group]; ok {
+		line = append(line, "group", g.GroupName, "retryMaxTimes", g.RetryMaxTimes,
+			"retryQueueNums", g.RetryQueueNums, "consumeBroadcastEnable", g.ConsumeBroadcastEnable)
+	}
+	emit(line...)
+	if err := adm.DeleteTopic(ctx, admin.WithTopicDelete(*topic), admin.WithBrokerAddrDelete(*broker),
+		admin.WithNameSrvAddr(strings.Split(*namesrv, ";"))); err != nil {
+		emit("event", "error", "step", "delete-topic", "error", err.Error())
+		return 1
+	}
+	emit("event", "topic-deleted", "topic", *topic)
+	if !topics("topics-after") {
+		return 1
+	}
+	return 0
 }

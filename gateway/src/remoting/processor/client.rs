@@ -29,18 +29,27 @@ pub(crate) async fn heartbeat(
 ) -> Result<RemotingCommand> {
     let data: HeartbeatData = decode_json_body(&cmd.body)?;
     let now = rmq.node.clock.now_ms();
-    rmq.registry.note_client(ch.id, cmd.language, cmd.version);
+    rmq.registry
+        .set_client_version(ch.id, cmd.language, cmd.version);
     for p in &data.producer_data_set {
         rmq.registry
             .register_producer(ch, &data.client_id, &p.group_name, now);
     }
     for c in &data.consumer_data_set {
+        // As the reference: a group that does not exist and may not be created is not
+        // registered.
+        let Some(group) = rmq.groups.find_cached(&rmq.node, &c.group_name).await else {
+            continue;
+        };
+        rmq.registry
+            .set_notify_enabled(&c.group_name, group.notify_consumer_ids_changed_enable);
         if c.message_model == MessageModel::Clustering {
             let retry = format!("{RETRY_PREFIX}{}", c.group_name);
             if rmq.node.topics.get(&retry).is_none() && retry.len() <= MAX_TOPIC_LEN {
+                let queues = group.retry_queue_nums.clamp(1, 1024);
                 rmq.node
                     .topics
-                    .create_if_absent(topic_config(&retry, 1, PERM_READ | PERM_WRITE))
+                    .create_if_absent(topic_config(&retry, queues, PERM_READ | PERM_WRITE))
                     .await?;
             }
         }

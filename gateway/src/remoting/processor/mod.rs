@@ -4,6 +4,7 @@
 pub(crate) mod admin;
 pub(crate) mod broker_config;
 pub(crate) mod client;
+pub(crate) mod group;
 pub(crate) mod offset;
 pub(crate) mod pull;
 pub(crate) mod relay;
@@ -14,6 +15,7 @@ pub(crate) mod send;
 pub(crate) mod stats;
 #[cfg(test)]
 mod tests;
+pub(crate) mod topic_admin;
 
 use bytes::Bytes;
 use serde::Serialize;

@@ -59,6 +59,20 @@ pub(crate) async fn handle_holding(
     in_flight: &mut InFlight,
 ) -> Result<RemotingCommand> {
     let h = PullMessageRequestHeader::from_command(&cmd)?;
+    // The group first, as the reference (`findSubscriptionGroupConfig`, cached).
+    match rmq.groups.find_cached(&rmq.node, &h.consumer_group).await {
+        None => {
+            return Err(GatewayError::PullGroupNotExist {
+                group: h.consumer_group,
+            });
+        }
+        Some(g) if !g.consume_enable => {
+            return Err(GatewayError::GroupConsumeDisabled {
+                group: h.consumer_group,
+            });
+        }
+        Some(_) => {}
+    }
     let cfg = rmq
         .node
         .topics

@@ -2,6 +2,7 @@
 //! family.
 
 mod client;
+mod groups;
 mod offset;
 mod pull;
 mod relay;

@@ -173,6 +173,8 @@ async fn parked_pull(
     offset: i64,
     hold_ms: i64,
 ) -> tokio::task::JoinHandle<Result<RemotingCommand>> {
+    // The group is known (a pull of a new group first looks it up in meta).
+    t.rmq.groups.find_cached(&t.rmq.node, "g").await;
     let free = t.rmq.node.parked.available_permits();
     let (rmq, ch2): (Arc<Remoting>, Arc<Channel>) = (t.rmq.clone(), ch.clone());
     let task = tokio::spawn(async move {

@@ -150,7 +150,11 @@ async fn consume_stats_shows_offsets_lag_and_the_last_consumed_store_time() {
 #[tokio::test]
 async fn broker_consume_stats_lists_the_groups_with_offsets() {
     let (t, ch) = traffic().await;
-    // g has no consumer channel and no subscription group: it is not listed.
+    // The pull made g a subscription group (auto-created, as the reference); without it
+    // and without a consumer channel, g is not listed.
+    let g = ConsumerGroup::new("g");
+    assert!(t.rmq.node.meta.get_group(&g).await.unwrap().is_some());
+    t.rmq.node.meta.delete_group(&g).await.unwrap();
     let cmd = request(RequestCode::GetBrokerConsumeStats, |c| {
         c.put_ext("isOrder", false)
     });
@@ -170,6 +174,7 @@ async fn broker_consume_stats_lists_the_groups_with_offsets() {
             consume_broadcast_enable: true,
             retry_queue_nums: 1,
             retry_max_times: 16,
+            details: None,
         })
         .await
         .unwrap();
