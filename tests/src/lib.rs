@@ -871,21 +871,41 @@ fn xml_unescape(s: &str) -> String {
 /// A metadata URL several nodes share: a fresh database on the PostgreSQL of
 /// `STRATUS_TEST_POSTGRES_URL` when set, else one embedded database file in `dir`.
 pub fn cluster_meta_url(dir: &Path) -> String {
-    if let Ok(url) = std::env::var("STRATUS_TEST_POSTGRES_URL") {
-        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let db = format!("stratus_cluster_{}_{n}_{}", std::process::id(), now_ms());
-        let status = Command::new("psql")
-            .args([url.as_str(), "-q", "-c", &format!("CREATE DATABASE {db}")])
-            .status()
-            .expect("psql");
-        assert!(status.success(), "psql CREATE DATABASE failed");
-        let (base, _) = url
-            .rsplit_once('/')
-            .expect("a PostgreSQL URL with a database");
-        return format!("{base}/{db}");
+    match std::env::var("STRATUS_TEST_POSTGRES_URL") {
+        Ok(url) => postgres_database(&url),
+        Err(_) => format!("embedded://{}", dir.join("meta.db").display()),
     }
-    format!("embedded://{}", dir.join("meta.db").display())
+}
+
+/// A fresh, empty database on the PostgreSQL server of `url`; returns its URL.
+pub fn postgres_database(url: &str) -> String {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let db = format!("stratus_test_{}_{n}_{}", std::process::id(), now_ms());
+    // From template0, which takes no connections: concurrent creates from template1 fail
+    // while another copies it. Retried a few times for the same reason.
+    let create = format!("CREATE DATABASE {db} TEMPLATE template0");
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let out = Command::new("psql")
+            .args([url, "-q", "-c", &create])
+            .output()
+            .expect("psql");
+        if out.status.success() {
+            break;
+        }
+        assert!(
+            attempt < 5,
+            "psql CREATE DATABASE failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::thread::sleep(Duration::from_millis(200 * attempt));
+    }
+    let (base, _) = url
+        .rsplit_once('/')
+        .expect("a PostgreSQL URL with a database");
+    format!("{base}/{db}")
 }
 
 /// The brokers as a name server's cluster info lists them: broker name → address (empty

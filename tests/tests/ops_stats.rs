@@ -23,8 +23,7 @@ use stratus_compat::request::send::SendMessageResponseHeader;
 use stratus_compat::request::stats::{BrokerStatsData, ViewBrokerStatsDataRequestHeader};
 use stratus_compat::{RequestCode, ResponseCode};
 use stratus_tests::{
-    Node, clients_required, free_port, free_port_range, mqadmin, pull_queue0, send_to_queue0,
-    workspace_root,
+    Node, clients_required, free_port, mqadmin, pull_queue0, send_to_queue0, workspace_root,
 };
 
 const TOPIC: &str = "OpsStats";
@@ -425,18 +424,7 @@ fn postgres(dir: &Path) -> Option<(String, Option<PathBuf>)> {
             )
         }
     };
-    let db = format!(
-        "stratus_ops_{}_{}",
-        std::process::id(),
-        stratus_tests::now_ms()
-    );
-    let status = Command::new("psql")
-        .args([url.as_str(), "-q", "-c", &format!("CREATE DATABASE {db}")])
-        .status()
-        .unwrap();
-    assert!(status.success(), "psql CREATE DATABASE failed");
-    let (base, _) = url.rsplit_once('/').unwrap();
-    Some((format!("{base}/{db}"), started))
+    Some((stratus_tests::postgres_database(&url), started))
 }
 
 #[test]
@@ -453,7 +441,7 @@ fn broker_config_changed_through_one_node_is_read_through_another() {
     let objects = stratus_tests::cluster_object_store_url(dir);
     let start = |name: &str| {
         let ns: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-        let base = free_port_range(2);
+        let base = stratus_tests::free_shard_base(2);
         let id = format!("node-{name}");
         Node::start_member(
             &dir.join(name),
