@@ -11,6 +11,7 @@ pub mod heartbeat;
 pub mod lock;
 pub mod offset;
 pub mod pull;
+pub mod query;
 pub mod route;
 pub mod send;
 pub mod transaction;
