@@ -201,6 +201,34 @@ pub enum SegmentEffect {
         /// Next schedule-queue offset to deliver.
         next_offset: QueueOffset,
     },
+    /// Add the keys of records stored in this section to the key index (QUERY_MESSAGE).
+    /// A (log offset, hash) pair already indexed is left as it is.
+    KeysIndexed {
+        /// Shard.
+        shard: ShardId,
+        /// One entry per distinct key of each record.
+        keys: Vec<KeyIndexEntry>,
+    },
+}
+
+/// One key of one stored record, as the key index holds it.
+#[derive(Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Debug)]
+pub struct KeyIndexEntry {
+    /// 64-bit hash of `topic#key` (the hash is the writer's; meta only compares it).
+    pub key_hash: i64,
+    /// **Local** commit-log offset of the record in its shard (without the shard bits).
+    pub log_offset: CommitLogOffset,
+    /// Store time of the record, ms.
+    pub store_ts: i64,
+}
+
+/// A record found in the key index: where it is and when it was stored.
+#[derive(Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Debug)]
+pub struct KeyHit {
+    /// **Local** commit-log offset of the record.
+    pub log_offset: CommitLogOffset,
+    /// Store time, ms.
+    pub store_ts: i64,
 }
 
 impl SegmentEffect {
@@ -211,7 +239,8 @@ impl SegmentEffect {
             Self::HalfResolved { shard, .. }
             | Self::ScheduleProgress { shard, .. }
             | Self::TimerScheduled { shard, .. }
-            | Self::TimerDelivered { shard, .. } => *shard,
+            | Self::TimerDelivered { shard, .. }
+            | Self::KeysIndexed { shard, .. } => *shard,
         }
     }
 }

@@ -95,6 +95,11 @@ const MIGRATIONS: &MigrationList = &[
         "nodes",
         include_str!("../../migrations/sqlite/005_nodes.sql"),
     ),
+    (
+        6,
+        "message_keys",
+        include_str!("../../migrations/sqlite/006_message_keys.sql"),
+    ),
 ];
 
 /// SQLite-backed [`crate::MetaStore`]: the shared SQL store on SQLite, with one writer

@@ -16,7 +16,7 @@ use sqlx::error::DatabaseError;
 use sqlx::postgres::{PgConnection, PgPool, PgQueryResult};
 
 use crate::error::Result;
-use crate::model::ConsumerOffset;
+use crate::model::{ConsumerOffset, KeyIndexEntry, ShardId};
 use crate::sql::convert::shard_to_db;
 use crate::sql::section::Section;
 use crate::sql::{Applied, Dialect, ErrorClass, RowsAffected};
@@ -155,6 +155,38 @@ impl Dialect for Postgres {
         } else {
             Applied::Done
         })
+    }
+
+    /// One statement for any number of keys: the rows travel as three arrays.
+    async fn insert_keys(
+        conn: &mut PgConnection,
+        shard: ShardId,
+        keys: &[KeyIndexEntry],
+    ) -> Result<()> {
+        let n = keys.len();
+        let (mut offsets, mut hashes, mut times) = (
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+        );
+        for k in keys {
+            offsets.push(k.log_offset.0);
+            hashes.push(k.key_hash);
+            times.push(k.store_ts);
+        }
+        sqlx::query(
+            "INSERT INTO message_keys (shard_id, log_offset, key_hash, store_ts) \
+             SELECT $1, * FROM UNNEST($2::int8[], $3::int8[], $4::int8[]) \
+             ON CONFLICT (shard_id, log_offset, key_hash) DO NOTHING",
+        )
+        .bind(shard_to_db(shard))
+        .bind(offsets)
+        .bind(hashes)
+        .bind(times)
+        .execute(&mut *conn)
+        .await
+        .map_err(Self::db_err("index message keys"))?;
+        Ok(())
     }
 
     /// One statement for any number of offsets: the rows travel as five arrays.

@@ -86,6 +86,11 @@ const MIGRATIONS: &MigrationList = &[
         "nodes",
         include_str!("../../migrations/postgres/005_nodes.sql"),
     ),
+    (
+        6,
+        "message_keys",
+        include_str!("../../migrations/postgres/006_message_keys.sql"),
+    ),
 ];
 
 /// PostgreSQL-backed [`crate::MetaStore`]: the shared SQL store on one connection pool (see the
