@@ -315,3 +315,114 @@ async fn a_restarted_node_serves_every_committed_message_byte_for_byte() {
     t.durable().await.unwrap();
     assert_eq!(h.read_all(&key(0, "T", 0)).await.len(), 22);
 }
+
+/// A message of T/0 with these `KEYS` and a unique key.
+fn keyed(body: &str, keys: &str, uniq: &str) -> crate::writer::MessageToStore {
+    let mut m = msg("T", 0, body);
+    m.properties = format!("KEYS\u{1}{keys}\u{2}UNIQ_KEY\u{1}{uniq}\u{2}");
+    m
+}
+
+#[tokio::test]
+async fn find_by_key_answers_indexed_records_newest_first_cold_and_warm() {
+    let h = Harness::new(manual_config()).await;
+    h.open(0).await;
+    // Three flushes, a second apart: "shared" in every one, "one" only in the first.
+    for s in 0..3 {
+        let mut batch = Vec::new();
+        for i in 0..4 {
+            let keys = if s == 0 && i == 0 {
+                "one shared"
+            } else {
+                "shared"
+            };
+            batch.push(keyed(&format!("s{s}-m{i}"), keys, &format!("U{s}{i}")));
+        }
+        let t = h.writer.append(ShardId(0), batch).unwrap();
+        h.writer.flush().await.unwrap();
+        t.durable().await.unwrap();
+        h.clock.advance(Duration::from_millis(1000));
+    }
+    let find = |key: &'static str, begin: i64, end: i64, max: usize| {
+        let r = h.reader.clone();
+        async move {
+            bodies(
+                &r.find_by_key(ShardId(0), "T", key, begin, end, max)
+                    .await
+                    .unwrap(),
+            )
+        }
+    };
+    assert_eq!(find("one", 0, i64::MAX, 64).await, vec!["s0-m0"]);
+    assert_eq!(
+        find("U21", 0, i64::MAX, 64).await,
+        vec!["s2-m1"],
+        "unique key"
+    );
+    let all = find("shared", 0, i64::MAX, 64).await;
+    assert_eq!(all.len(), 12);
+    assert!(all[0].starts_with("s2-"), "newest first: {all:?}");
+    assert!(all[11].starts_with("s0-"), "oldest last: {all:?}");
+    assert_eq!(find("shared", 0, i64::MAX, 5).await.len(), 5, "max");
+    let t0 = h.clock.now() - 3000;
+    let middle = find("shared", t0 + 500, t0 + 1500, 64).await;
+    assert_eq!(middle.len(), 4, "the second flush only: {middle:?}");
+    assert!(middle.iter().all(|b| b.starts_with("s1-")));
+    assert!(find("absent", 0, i64::MAX, 64).await.is_empty());
+    assert!(
+        find("shar", 0, i64::MAX, 64).await.is_empty(),
+        "no prefix match"
+    );
+    assert!(
+        h.reader
+            .find_by_key(ShardId(0), "U", "shared", 0, i64::MAX, 64)
+            .await
+            .unwrap()
+            .is_empty(),
+        "other topic"
+    );
+
+    // Cold: records come from ranged GETs, a bounded number per lookup.
+    h.cache.clear();
+    h.faults.reset_counts();
+    assert_eq!(find("one", 0, i64::MAX, 64).await, vec!["s0-m0"]);
+    let cold = h.faults.gets();
+    assert!((1..=2).contains(&cold), "footer and one block: {cold} GETs");
+    assert_eq!(find("one", 0, i64::MAX, 64).await, vec!["s0-m0"]);
+    assert_eq!(h.faults.gets(), cold, "warm: no GET");
+}
+
+#[tokio::test]
+async fn find_by_key_skips_records_whose_section_is_gone() {
+    let h = Harness::new(manual_config()).await;
+    let epoch = h.open(0).await;
+    let t = h
+        .writer
+        .append(ShardId(0), vec![keyed("old", "k", "U1")])
+        .unwrap();
+    h.writer.flush().await.unwrap();
+    t.durable().await.unwrap();
+    h.clock.advance(Duration::from_secs(3600));
+    let t = h
+        .writer
+        .append(ShardId(0), vec![keyed("new", "k", "U2")])
+        .unwrap();
+    h.writer.flush().await.unwrap();
+    t.durable().await.unwrap();
+    let policy = stratus_meta::RetentionPolicy {
+        default_retention_ms: 1_000_000,
+        max_shard_bytes: None,
+    };
+    let out = h
+        .meta
+        .apply_retention(ShardId(0), &h.node, epoch, h.clock.now(), &policy)
+        .await
+        .unwrap();
+    assert_eq!(out.sections_deleted, 1);
+    let found = h
+        .reader
+        .find_by_key(ShardId(0), "T", "k", 0, i64::MAX, 64)
+        .await
+        .unwrap();
+    assert_eq!(bodies(&found), vec!["new"]);
+}
