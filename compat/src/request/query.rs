@@ -17,6 +17,9 @@ pub const UNIQUE_KEY_QUERY_FLAG: &str = "_UNIQUE_KEY_QUERY";
 /// `MessageStoreConfig.defaultQueryMaxNum`: the answer size of a unique-key query.
 pub const DEFAULT_QUERY_MAX_NUM: i32 = 32;
 
+/// `MessageStoreConfig.maxMsgsNumBatch`: the most messages one answer holds.
+pub const MAX_MSGS_NUM_BATCH: i32 = 64;
+
 /// QUERY_MESSAGE request header.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueryMessageRequestHeader {
@@ -62,15 +65,15 @@ impl QueryMessageRequestHeader {
     }
 
     /// How many messages the broker answers with at most: `maxNum`, or
-    /// [`DEFAULT_QUERY_MAX_NUM`] for a unique-key query (as the reference broker), never
-    /// below 0.
+    /// [`DEFAULT_QUERY_MAX_NUM`] for a unique-key query, at most [`MAX_MSGS_NUM_BATCH`]
+    /// (as the reference broker and its index service), never below 0.
     pub fn effective_max(&self) -> usize {
         let n = if self.unique_key {
             DEFAULT_QUERY_MAX_NUM
         } else {
             self.max_num
         };
-        usize::try_from(n).unwrap_or(0)
+        usize::try_from(n.min(MAX_MSGS_NUM_BATCH)).unwrap_or(0)
     }
 }
 
@@ -155,6 +158,9 @@ mod tests {
         let h = QueryMessageRequestHeader::from_command(&cmd).unwrap();
         assert!(!h.unique_key);
         assert_eq!(h.effective_max(), 0);
+        cmd.put_ext("maxNum", "1000");
+        let h = QueryMessageRequestHeader::from_command(&cmd).unwrap();
+        assert_eq!(h.effective_max(), 64, "capped at maxMsgsNumBatch");
     }
 
     #[test]

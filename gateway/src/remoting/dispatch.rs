@@ -185,6 +185,7 @@ async fn route(
         C::GetAllTopicConfig => processor::admin::all_topic_config(rmq),
         C::GetBrokerRuntimeInfo => processor::admin::runtime_info(rmq),
         C::ViewMessageById => processor::admin::view_message(rmq, &cmd).await,
+        C::QueryMessage => processor::query::query_message(rmq, ch, &cmd).await,
         other => Err(GatewayError::NotSupported {
             code: other.to_i32(),
         }),

@@ -207,8 +207,8 @@ impl Reader {
     }
 
     /// QUERY_MESSAGE: the committed records of `shard` in `topic` that have `key` among
-    /// their keys ([`crate::keys`]) and a store time in `[begin_ms, end_ms]`, newest first,
-    /// at most `max`. One meta lookup in the key index, then per hit its section (a meta
+    /// their keys ([`crate::keys`]) and a store time in `[begin_ms, end_ms]`: the newest
+    /// `max` of them, answered in commit-log order (as the reference sorts its hits). One meta lookup in the key index, then per hit its section (a meta
     /// lookup unless an earlier hit's section holds it), footer and record, through the
     /// caches. Hash hits whose record lacks the key (collisions) and hits retention removed
     /// are skipped.
@@ -266,10 +266,11 @@ impl Reader {
                 return Err(corrupt(&seg.object_key, "indexed record does not decode"));
             };
             if keys::has_key(&msg.topic, &msg.properties, topic, key) {
-                out.push(record);
+                out.push((local, record));
             }
         }
-        Ok(out)
+        out.sort_by_key(|(local, _)| *local);
+        Ok(out.into_iter().map(|(_, r)| r).collect())
     }
 
     /// The record starting at local commit-log offset `local` of section `seg`, if one does.

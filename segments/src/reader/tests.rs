@@ -324,7 +324,7 @@ fn keyed(body: &str, keys: &str, uniq: &str) -> crate::writer::MessageToStore {
 }
 
 #[tokio::test]
-async fn find_by_key_answers_indexed_records_newest_first_cold_and_warm() {
+async fn find_by_key_answers_the_newest_indexed_records_in_log_order_cold_and_warm() {
     let h = Harness::new(manual_config()).await;
     h.open(0).await;
     // Three flushes, a second apart: "shared" in every one, "one" only in the first.
@@ -361,9 +361,13 @@ async fn find_by_key_answers_indexed_records_newest_first_cold_and_warm() {
     );
     let all = find("shared", 0, i64::MAX, 64).await;
     assert_eq!(all.len(), 12);
-    assert!(all[0].starts_with("s2-"), "newest first: {all:?}");
-    assert!(all[11].starts_with("s0-"), "oldest last: {all:?}");
-    assert_eq!(find("shared", 0, i64::MAX, 5).await.len(), 5, "max");
+    assert_eq!(all[0], "s0-m0", "log order: {all:?}");
+    assert_eq!(all[11], "s2-m3", "log order: {all:?}");
+    assert_eq!(
+        find("shared", 0, i64::MAX, 5).await,
+        vec!["s1-m3", "s2-m0", "s2-m1", "s2-m2", "s2-m3"],
+        "the newest five"
+    );
     let t0 = h.clock.now() - 3000;
     let middle = find("shared", t0 + 500, t0 + 1500, 64).await;
     assert_eq!(middle.len(), 4, "the second flush only: {middle:?}");

@@ -5,6 +5,7 @@ pub(crate) mod admin;
 pub(crate) mod client;
 pub(crate) mod offset;
 pub(crate) mod pull;
+pub(crate) mod query;
 pub(crate) mod route;
 pub(crate) mod send;
 #[cfg(test)]

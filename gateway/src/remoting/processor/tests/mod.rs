@@ -4,6 +4,7 @@
 mod client;
 mod offset;
 mod pull;
+mod query;
 mod retry;
 mod route;
 mod send;
