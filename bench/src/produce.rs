@@ -90,10 +90,10 @@ impl Plan {
             if !tag.is_empty() {
                 p.insert(keys::TAGS, tag);
             }
-            p.insert(
-                keys::UNIQ_KEY,
-                &format!("{:016X}{:016X}", self.epoch.run_id, seq),
-            );
+            p.insert(keys::UNIQ_KEY, &uniq_key(self.epoch.run_id, seq));
+            if let Some(n) = seq.checked_div(self.args.key_share) {
+                p.insert(keys::KEYS, &shared_key(self.epoch.run_id, n));
+            }
         }
         p.insert(keys::WAIT, "true");
         p.encode()
@@ -140,6 +140,16 @@ impl Plan {
         }
         cmd
     }
+}
+
+/// The UNIQ_KEY of message `seq` of run `run_id`.
+pub(crate) fn uniq_key(run_id: u64, seq: u64) -> String {
+    format!("{run_id:016X}{seq:016X}")
+}
+
+/// Key number `n` of run `run_id` (`--key-share`).
+pub(crate) fn shared_key(run_id: u64, n: u64) -> String {
+    format!("K{run_id:016X}-{n}")
 }
 
 /// Result of one request: messages, latency, and the failure key if it failed.
