@@ -132,20 +132,21 @@ fn check_keys(node: &Node, sent: &Sent) {
     }
 }
 
-/// `queryMsgByUniqueKey` and `queryMsgById` (the client id) print the message: topic,
-/// keys, and its body in the file they name.
+/// `queryMsgByUniqueKey` and `queryMsgById` (the client id, and the offset id) print the
+/// message: topic, keys, tags, and its body in the file they name.
 fn check_ids(node: &Node, sent: &Sent) {
-    let (id, (_, body_prefix)) = sent.by_id.iter().next().unwrap();
+    let (id, (offset_id, body_prefix)) = sent.by_id.iter().next().unwrap();
     let key = sent
         .by_key
         .iter()
         .find(|(_, ids)| ids.contains(id))
         .map(|(k, _)| k.clone())
         .unwrap();
-    for (version, command) in [
-        ("5.3.3", "queryMsgByUniqueKey"),
-        ("5.3.3", "queryMsgById"),
-        ("4.9.8", "queryMsgByUniqueKey"),
+    for (version, command, id) in [
+        ("5.3.3", "queryMsgByUniqueKey", id),
+        ("5.3.3", "queryMsgById", id),
+        ("5.3.3", "queryMsgById", offset_id),
+        ("4.9.8", "queryMsgByUniqueKey", id),
     ] {
         let Some(out) = mqadmin(
             version,
