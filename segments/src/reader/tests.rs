@@ -12,7 +12,7 @@ use stratus_meta::ShardId;
 
 use super::*;
 use crate::testkit::{Harness, key, manual_config, msg};
-use crate::writer::AppendTicket;
+use crate::writer::{AppendTicket, WriterConfig};
 
 /// Writes `segments` flushes of `per` messages each to shard 0 queue T/0, one ms apart.
 async fn fill(h: &Harness, segments: usize, per: usize) -> Vec<AppendTicket> {
@@ -429,4 +429,31 @@ async fn find_by_key_skips_records_whose_section_is_gone() {
         .await
         .unwrap();
     assert_eq!(bodies(&found), vec!["new"]);
+}
+
+#[tokio::test]
+async fn a_writer_without_the_key_index_commits_no_keys() {
+    let h = Harness::new(WriterConfig {
+        index_keys: false,
+        ..manual_config()
+    })
+    .await;
+    h.open(0).await;
+    let t = h
+        .writer
+        .append(ShardId(0), vec![keyed("plain", "k", "U1")])
+        .unwrap();
+    h.writer.flush().await.unwrap();
+    t.durable().await.unwrap();
+    let found = h
+        .reader
+        .find_by_key(ShardId(0), "T", "k", 0, i64::MAX, 64)
+        .await
+        .unwrap();
+    assert!(found.is_empty());
+    assert_eq!(
+        h.read_all(&key(0, "T", 0)).await.len(),
+        1,
+        "the message is stored"
+    );
 }

@@ -64,6 +64,8 @@ pub struct WriterConfig {
     pub meta_attempts: u32,
     /// Pause between meta commit attempts.
     pub meta_backoff: Duration,
+    /// Index each record's keys ([`crate::keys`]) with its section.
+    pub index_keys: bool,
 }
 
 impl Default for WriterConfig {
@@ -77,6 +79,7 @@ impl Default for WriterConfig {
             key_prefix: String::new(),
             meta_attempts: 3,
             meta_backoff: Duration::from_millis(100),
+            index_keys: true,
         }
     }
 }
@@ -427,7 +430,11 @@ impl Writer {
         let mut metas = Vec::with_capacity(messages.len());
         let mut key_hashes: Vec<Vec<i64>> = Vec::with_capacity(messages.len());
         for m in messages {
-            key_hashes.push(keys::record_key_hashes(m.topic.as_str(), &m.properties));
+            key_hashes.push(if inner.config.index_keys {
+                keys::record_key_hashes(m.topic.as_str(), &m.properties)
+            } else {
+                Vec::new()
+            });
             let mut buf = BytesMut::new();
             let record = MessageExt {
                 queue_id: m.queue_id.0,
