@@ -108,6 +108,17 @@ pub trait SegmentCatalog: Send + Sync + Debug {
         end_ms: i64,
         limit: u32,
     ) -> Result<Vec<KeyHit>>;
+    /// Like [`SegmentCatalog::find_keys`], for entries indexed with
+    /// [`KeyIndexEntry::id_time`] = `Some(id_time)`.
+    async fn find_unique_keys(
+        &self,
+        shard: ShardId,
+        id_time: i64,
+        key_hash: i64,
+        begin_ms: i64,
+        end_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<KeyHit>>;
 }
 
 /// The metadata store.

@@ -220,6 +220,15 @@ pub struct KeyIndexEntry {
     pub log_offset: CommitLogOffset,
     /// Store time of the record, ms.
     pub store_ts: i64,
+    /// For a unique key in the client id layout: its time field (ms since the start of the
+    /// producer's month). Such entries are kept in creation-time order, so a commit's
+    /// entries land side by side; they are found with [`SegmentCatalog::find_unique_keys`].
+    /// `None`: any other key, found with [`SegmentCatalog::find_keys`].
+    ///
+    /// [`SegmentCatalog::find_unique_keys`]: crate::SegmentCatalog::find_unique_keys
+    /// [`SegmentCatalog::find_keys`]: crate::SegmentCatalog::find_keys
+    #[serde(default)]
+    pub id_time: Option<i64>,
 }
 
 /// A record found in the key index: where it is and when it was stored.

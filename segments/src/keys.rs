@@ -55,16 +55,66 @@ pub fn record_keys(properties: &str) -> Vec<&str> {
     out
 }
 
-/// The distinct index hashes of a record of `topic` with these properties.
-pub fn record_key_hashes(topic: &str, properties: &str) -> Vec<i64> {
-    let mut out: Vec<i64> = Vec::new();
-    for k in record_keys(properties) {
+/// The time field of a unique key in the client id layout (`MessageClientIDSetter`: IPv4
+/// or IPv6 address, 2 + 4 bytes of process identity, 4 bytes of ms since the producer's
+/// month start, 2 bytes of counter; 32 or 56 hex digits): its bytes 6..2 from the end.
+/// `None` for any other string.
+pub fn uniq_id_time(key: &str) -> Option<i64> {
+    if key.len() != 32 && key.len() != 56 {
+        return None;
+    }
+    if !key.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let field = key.get(key.len() - 12..key.len() - 4)?;
+    u32::from_str_radix(field, 16).ok().map(i64::from)
+}
+
+/// The distinct index entries of a record of `topic` with these properties: (hash, id
+/// time). The id time is set for the `UNIQ_KEY` when it has the client id layout (and is
+/// not also a word of `KEYS`), so it is indexed by creation time; `None` for the rest.
+pub fn record_key_entries(topic: &str, properties: &str) -> Vec<(i64, Option<i64>)> {
+    let keys = record_keys(properties);
+    let uniq = properties_uniq_key(properties);
+    let mut out: Vec<(i64, Option<i64>)> = Vec::with_capacity(keys.len());
+    for k in keys {
         let h = key_hash(topic, k);
-        if !out.contains(&h) {
-            out.push(h);
+        if out.iter().any(|(x, _)| *x == h) {
+            continue;
         }
+        let time = if Some(k) == uniq {
+            uniq_id_time(k)
+        } else {
+            None
+        };
+        out.push((h, time));
     }
     out
+}
+
+/// The distinct index hashes of a record of `topic` with these properties.
+pub fn record_key_hashes(topic: &str, properties: &str) -> Vec<i64> {
+    record_key_entries(topic, properties)
+        .into_iter()
+        .map(|(h, _)| h)
+        .collect()
+}
+
+/// The `UNIQ_KEY` of a properties string unless it is also one of its `KEYS` words.
+fn properties_uniq_key(properties: &str) -> Option<&str> {
+    let (mut keys, mut uniq) = (None, None);
+    for pair in properties.split(PROPERTY_SEPARATOR) {
+        match pair.split_once(NAME_VALUE_SEPARATOR) {
+            Some((names::KEYS, v)) => keys = Some(v),
+            Some((names::UNIQ_KEY, v)) => uniq = Some(v),
+            _ => {}
+        }
+    }
+    let u = uniq.filter(|u| !u.is_empty())?;
+    if keys.is_some_and(|k| k.split(' ').any(|w| w == u)) {
+        return None;
+    }
+    Some(u)
 }
 
 /// True when a record of `topic` with these properties has `key` among its keys (a hash
@@ -144,7 +194,66 @@ mod tests {
         );
     }
 
+    #[test]
+    fn client_ids_give_their_time_field() {
+        // IPv4: ip 7F000001, pid 2A9F, class loader 12345678, time 00BC614E, counter 0001.
+        let v4 = "7F0000012A9F1234567800BC614E0001";
+        assert_eq!(uniq_id_time(v4), Some(12_345_678));
+        let v6 = format!("{}{}", "FD00".repeat(8), "2A9F12345678FFFFFFFF0002");
+        assert_eq!(uniq_id_time(&v6), Some(0xFFFF_FFFF));
+        assert_eq!(
+            uniq_id_time("7F0000012A9F1234567800BC614E000"),
+            None,
+            "31 digits"
+        );
+        assert_eq!(
+            uniq_id_time("7F0000012A9F1234567800BC614E000G"),
+            None,
+            "not hex"
+        );
+        assert_eq!(uniq_id_time("order-1"), None);
+        let server = stratus_compat::message::new_uniq_id(
+            "10.0.0.1".parse().expect("literal"),
+            7,
+            1_700_000_000_000,
+        );
+        assert!(uniq_id_time(&server).is_some(), "the server's own ids too");
+    }
+
+    #[test]
+    fn only_the_unique_key_in_id_layout_is_indexed_by_time() {
+        let id = "7F0000012A9F1234567800BC614E0001";
+        let p = props(&[("KEYS", "a b"), ("UNIQ_KEY", id)]);
+        assert_eq!(
+            record_key_entries("T", &p),
+            vec![
+                (key_hash("T", "a"), None),
+                (key_hash("T", "b"), None),
+                (key_hash("T", id), Some(12_345_678)),
+            ]
+        );
+        // The same id among KEYS (a trace message names the message it traces) stays with
+        // the other keys, once.
+        let p = props(&[("KEYS", id), ("UNIQ_KEY", id)]);
+        assert_eq!(record_key_entries("T", &p), vec![(key_hash("T", id), None)]);
+        // A unique key in another layout is an ordinary key.
+        let p = props(&[("UNIQ_KEY", "U1")]);
+        assert_eq!(
+            record_key_entries("T", &p),
+            vec![(key_hash("T", "U1"), None)]
+        );
+    }
+
     proptest! {
+        #[test]
+        fn any_key_is_handled(s in "\\PC{0,64}", hex in "[0-9A-F]{32}|[0-9a-f]{56}") {
+            let _ = uniq_id_time(&s);
+            prop_assert!(uniq_id_time(&hex).is_some());
+            let p = props(&[("UNIQ_KEY", &hex), ("KEYS", &s)]);
+            let entries = record_key_entries("T", &p);
+            prop_assert!(entries.iter().filter(|(_, t)| t.is_some()).count() <= 1);
+        }
+
         #[test]
         fn any_properties_string_is_handled(s in "\\PC{0,200}", topic in "\\PC{0,20}") {
             let keys = record_keys(&s);

@@ -8,3 +8,13 @@ CREATE TABLE message_keys (
     PRIMARY KEY (shard_id, log_offset, key_hash)
 );
 CREATE INDEX message_keys_by_hash ON message_keys (shard_id, key_hash, store_ts);
+
+CREATE TABLE unique_keys (
+    shard_id   BIGINT NOT NULL,
+    id_time    BIGINT NOT NULL,
+    key_hash   BIGINT NOT NULL,
+    log_offset BIGINT NOT NULL,
+    store_ts   BIGINT NOT NULL,
+    PRIMARY KEY (shard_id, id_time, key_hash, log_offset)
+);
+CREATE INDEX unique_keys_by_offset ON unique_keys (shard_id, log_offset);

@@ -157,35 +157,48 @@ impl Dialect for Postgres {
         })
     }
 
-    /// One statement for any number of keys: the rows travel as three arrays.
+    /// One statement per table for any number of keys: the rows travel as arrays.
     async fn insert_keys(
         conn: &mut PgConnection,
         shard: ShardId,
         keys: &[KeyIndexEntry],
     ) -> Result<()> {
-        let n = keys.len();
-        let (mut offsets, mut hashes, mut times) = (
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-        );
-        for k in keys {
-            offsets.push(k.log_offset.0);
-            hashes.push(k.key_hash);
-            times.push(k.store_ts);
+        let (unique, other): (Vec<&KeyIndexEntry>, Vec<&KeyIndexEntry>) =
+            keys.iter().partition(|k| k.id_time.is_some());
+        if !other.is_empty() {
+            sqlx::query(
+                "INSERT INTO message_keys (shard_id, log_offset, key_hash, store_ts) \
+                 SELECT $1, * FROM UNNEST($2::int8[], $3::int8[], $4::int8[]) \
+                 ON CONFLICT (shard_id, log_offset, key_hash) DO NOTHING",
+            )
+            .bind(shard_to_db(shard))
+            .bind(other.iter().map(|k| k.log_offset.0).collect::<Vec<_>>())
+            .bind(other.iter().map(|k| k.key_hash).collect::<Vec<_>>())
+            .bind(other.iter().map(|k| k.store_ts).collect::<Vec<_>>())
+            .execute(&mut *conn)
+            .await
+            .map_err(Self::db_err("index message keys"))?;
         }
-        sqlx::query(
-            "INSERT INTO message_keys (shard_id, log_offset, key_hash, store_ts) \
-             SELECT $1, * FROM UNNEST($2::int8[], $3::int8[], $4::int8[]) \
-             ON CONFLICT (shard_id, log_offset, key_hash) DO NOTHING",
-        )
-        .bind(shard_to_db(shard))
-        .bind(offsets)
-        .bind(hashes)
-        .bind(times)
-        .execute(&mut *conn)
-        .await
-        .map_err(Self::db_err("index message keys"))?;
+        if !unique.is_empty() {
+            sqlx::query(
+                "INSERT INTO unique_keys (shard_id, id_time, key_hash, log_offset, store_ts) \
+                 SELECT $1, * FROM UNNEST($2::int8[], $3::int8[], $4::int8[], $5::int8[]) \
+                 ON CONFLICT (shard_id, id_time, key_hash, log_offset) DO NOTHING",
+            )
+            .bind(shard_to_db(shard))
+            .bind(
+                unique
+                    .iter()
+                    .map(|k| k.id_time.unwrap_or_default())
+                    .collect::<Vec<_>>(),
+            )
+            .bind(unique.iter().map(|k| k.key_hash).collect::<Vec<_>>())
+            .bind(unique.iter().map(|k| k.log_offset.0).collect::<Vec<_>>())
+            .bind(unique.iter().map(|k| k.store_ts).collect::<Vec<_>>())
+            .execute(&mut *conn)
+            .await
+            .map_err(Self::db_err("index unique keys"))?;
+        }
         Ok(())
     }
 

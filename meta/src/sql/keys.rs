@@ -46,9 +46,55 @@ pub(crate) async fn find_keys<D: Dialect>(
     .map_err(D::db_err("find message keys"))
 }
 
-/// Inside a retention pass (after its section deletes): removes the shard's key rows below
-/// its first remaining section, or all of them when none remains. `$1` shard.
-pub(crate) const DELETE_RETIRED_KEYS: &str = "\
-    DELETE FROM message_keys WHERE shard_id = $1 AND log_offset < COALESCE( \
-        (SELECT MIN(commit_log_start) FROM segments WHERE shard_id = $1), \
-        (SELECT commit_log_end FROM shards WHERE shard_id = $1))";
+/// Hits of one unique key (its id's time field and hash) in a store-time window, newest
+/// first (one probe of `unique_keys`' primary key).
+pub(crate) async fn find_unique_keys<D: Dialect>(
+    pool: &Pool<D>,
+    shard: ShardId,
+    id_time: i64,
+    key_hash: i64,
+    begin_ms: i64,
+    end_ms: i64,
+    limit: u32,
+) -> Result<Vec<KeyHit>> {
+    if limit == 0 || begin_ms > end_ms {
+        return Ok(Vec::new());
+    }
+    sqlx::query(
+        "SELECT log_offset, store_ts FROM unique_keys \
+         WHERE shard_id = $1 AND id_time = $2 AND key_hash = $3 \
+           AND store_ts >= $4 AND store_ts <= $5 \
+         ORDER BY store_ts DESC, log_offset DESC LIMIT $6",
+    )
+    .arg(shard_to_db(shard))
+    .arg(id_time)
+    .arg(key_hash)
+    .arg(begin_ms)
+    .arg(end_ms)
+    .arg(limit_to_db(limit))
+    .try_map(|r: D::Row| {
+        Ok(KeyHit {
+            log_offset: CommitLogOffset(r.int(0)?),
+            store_ts: r.int(1)?,
+        })
+    })
+    .fetch_all(D::on_pool(pool))
+    .await
+    .map_err(D::db_err("find unique keys"))
+}
+
+/// Below a shard's first remaining section, or everything when none remains (`$1` shard).
+macro_rules! retired_below {
+    () => {
+        "shard_id = $1 AND log_offset < COALESCE( \
+            (SELECT MIN(commit_log_start) FROM segments WHERE shard_id = $1), \
+            (SELECT commit_log_end FROM shards WHERE shard_id = $1))"
+    };
+}
+
+/// Inside a retention pass (after its section deletes): the shard's key rows below its first
+/// remaining section, in both tables. `$1` shard.
+pub(crate) const DELETE_RETIRED_KEYS: [&str; 2] = [
+    concat!("DELETE FROM message_keys WHERE ", retired_below!()),
+    concat!("DELETE FROM unique_keys WHERE ", retired_below!()),
+];

@@ -76,6 +76,27 @@ impl<D: Dialect> SegmentCatalog for SqlMeta<D> {
     ) -> Result<Vec<KeyHit>> {
         keys::find_keys(&self.reader, shard, key_hash, begin_ms, end_ms, limit).await
     }
+
+    async fn find_unique_keys(
+        &self,
+        shard: ShardId,
+        id_time: i64,
+        key_hash: i64,
+        begin_ms: i64,
+        end_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<KeyHit>> {
+        keys::find_unique_keys(
+            &self.reader,
+            shard,
+            id_time,
+            key_hash,
+            begin_ms,
+            end_ms,
+            limit,
+        )
+        .await
+    }
 }
 
 #[async_trait]

@@ -1,6 +1,7 @@
 //! Checks for the key index of QUERY_MESSAGE: rows appear only with the sections carrying
 //! them, lookups are by hash and store-time window, newest first and limited, and
-//! retention removes the rows below a shard's first retained section. Shards 40–42.
+//! retention removes the rows below a shard's first retained section, for other keys and
+//! for unique keys (kept by their id's time). Shards 40–42.
 
 use stratus_compat::types::CommitLogOffset;
 
@@ -15,7 +16,28 @@ fn entry(key_hash: i64, log_offset: i64, store_ts: i64) -> KeyIndexEntry {
         key_hash,
         log_offset: CommitLogOffset(log_offset),
         store_ts,
+        id_time: None,
     }
+}
+
+fn unique(id_time: i64, key_hash: i64, log_offset: i64, store_ts: i64) -> KeyIndexEntry {
+    KeyIndexEntry {
+        id_time: Some(id_time),
+        ..entry(key_hash, log_offset, store_ts)
+    }
+}
+
+async fn find_unique(
+    store: &dyn MetaStore,
+    shard: u32,
+    id_time: i64,
+    hash: i64,
+    begin: i64,
+) -> Vec<KeyHit> {
+    store
+        .find_unique_keys(ShardId(shard), id_time, hash, begin, i64::MAX, 10)
+        .await
+        .expect("find unique keys")
 }
 
 fn hit(log_offset: i64, store_ts: i64) -> KeyHit {
@@ -69,6 +91,9 @@ pub(crate) async fn keys_are_indexed_with_their_sections(store: &dyn MetaStore) 
             entry(8, 0, 100),
             entry(7, 100, 200),
             entry(9, 200, 300),
+            unique(5_000, 70, 0, 100),
+            unique(5_000, 71, 100, 200),
+            unique(5_001, 70, 200, 300),
         ],
     );
     let other_shard = keyed(
@@ -132,6 +157,38 @@ pub(crate) async fn keys_are_indexed_with_their_sections(store: &dyn MetaStore) 
         vec![],
         "shard without rows"
     );
+    assert_eq!(
+        find_unique(store, 40, 5_000, 70, 0).await,
+        vec![hit(0, 100)]
+    );
+    assert_eq!(
+        find_unique(store, 40, 5_000, 71, 0).await,
+        vec![hit(100, 200)]
+    );
+    assert_eq!(
+        find_unique(store, 40, 5_001, 70, 0).await,
+        vec![hit(200, 300)]
+    );
+    assert_eq!(
+        find_unique(store, 40, 5_002, 70, 0).await,
+        vec![],
+        "other time"
+    );
+    assert_eq!(
+        find_unique(store, 40, 5_000, 70, 101).await,
+        vec![],
+        "window"
+    );
+    assert_eq!(
+        find_unique(store, 40, 5_000, 7, 0).await,
+        vec![],
+        "not the other keys"
+    );
+    assert_eq!(
+        find(store, 40, 70, 0, i64::MAX, 10).await,
+        vec![],
+        "unique keys are not among the others"
+    );
 
     // A retry of the committed section applies nothing again.
     store
@@ -141,6 +198,11 @@ pub(crate) async fn keys_are_indexed_with_their_sections(store: &dyn MetaStore) 
     assert_eq!(
         find(store, 40, 7, 0, i64::MAX, 10).await.len(),
         2,
+        "no duplicates"
+    );
+    assert_eq!(
+        find_unique(store, 40, 5_000, 70, 0).await.len(),
+        1,
         "no duplicates"
     );
 
@@ -155,7 +217,7 @@ pub(crate) async fn keys_are_indexed_with_their_sections(store: &dyn MetaStore) 
             400,
             vec![append("kt", 0, 3, 1, 400, 400)],
         ),
-        vec![entry(11, 300, 400)],
+        vec![entry(11, 300, 400), unique(6_000, 11, 300, 400)],
     );
     assert!(store.commit_segment(&[stale]).await.is_err(), "stale epoch");
     let gap = keyed(
@@ -176,12 +238,18 @@ pub(crate) async fn keys_are_indexed_with_their_sections(store: &dyn MetaStore) 
         vec![],
         "refused keys"
     );
+    assert_eq!(
+        find_unique(store, 40, 6_000, 11, 0).await,
+        vec![],
+        "refused"
+    );
 
     // Many keys in one section (more than one SQLite chunk), a duplicate pair skipped.
     let mut many: Vec<KeyIndexEntry> = (0..1200)
         .map(|i| entry(1000 + i % 600, 300 + i, 500 + i))
         .collect();
     many.push(entry(1000, 300, 500));
+    many.extend((0..1200).map(|i| unique(7_000 + i / 2, 1, 300 + i, 500 + i)));
     let big = keyed(
         section(
             40,
@@ -207,6 +275,11 @@ pub(crate) async fn keys_are_indexed_with_their_sections(store: &dyn MetaStore) 
         find(store, 40, 1599, 0, i64::MAX, 10).await,
         vec![hit(1499, 1699), hit(899, 1099)]
     );
+    assert_eq!(
+        find_unique(store, 40, 7_100, 1, 0).await,
+        vec![hit(501, 701), hit(500, 700)],
+        "two records per id time"
+    );
 }
 
 /// A retention pass removes the key rows of the sections it deletes (everything below the
@@ -224,7 +297,7 @@ pub(crate) async fn retention_removes_keys_of_deleted_sections(store: &dyn MetaS
             100,
             vec![append("kr", 0, 0, 1, 1_000, 1_000)],
         ),
-        vec![entry(5, 0, 1_000)],
+        vec![entry(5, 0, 1_000), unique(1, 5, 0, 1_000)],
     );
     let young = keyed(
         section(
@@ -236,7 +309,7 @@ pub(crate) async fn retention_removes_keys_of_deleted_sections(store: &dyn MetaS
             200,
             vec![append("kr", 0, 1, 1, 9_000, 9_000)],
         ),
-        vec![entry(5, 100, 9_000)],
+        vec![entry(5, 100, 9_000), unique(1, 5, 100, 9_000)],
     );
     store.commit_segment(&[old, young]).await.expect("commit");
     assert_eq!(find(store, 42, 5, 0, i64::MAX, 10).await.len(), 2);
@@ -254,6 +327,7 @@ pub(crate) async fn retention_removes_keys_of_deleted_sections(store: &dyn MetaS
         vec![hit(100, 9_000)],
         "only the young section's key is left"
     );
+    assert_eq!(find_unique(store, 42, 1, 5, 0).await, vec![hit(100, 9_000)]);
     let out = store
         .apply_retention(ShardId(42), &n, e, 100_000, &policy)
         .await
@@ -263,5 +337,10 @@ pub(crate) async fn retention_removes_keys_of_deleted_sections(store: &dyn MetaS
         find(store, 42, 5, 0, i64::MAX, 10).await,
         vec![],
         "no section, no keys"
+    );
+    assert_eq!(
+        find_unique(store, 42, 1, 5, 0).await,
+        vec![],
+        "nor unique keys"
     );
 }

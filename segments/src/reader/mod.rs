@@ -208,9 +208,10 @@ impl Reader {
 
     /// QUERY_MESSAGE: the committed records of `shard` in `topic` that have `key` among
     /// their keys ([`crate::keys`]) and a store time in `[begin_ms, end_ms]`: the newest
-    /// `max` of them, answered in commit-log order (as the reference sorts its hits). One meta lookup in the key index, then per hit its section (a meta
-    /// lookup unless an earlier hit's section holds it), footer and record, through the
-    /// caches. Hash hits whose record lacks the key (collisions) and hits retention removed
+    /// `max` of them, answered in commit-log order (as the reference sorts its hits). One
+    /// meta lookup in the key index (two for a key in the client id layout, which may be a
+    /// unique key indexed by its time), then per hit its section (a meta lookup unless an
+    /// earlier hit's section holds it), footer and record, through the caches. Hash hits whose record lacks the key (collisions) and hits retention removed
     /// are skipped.
     ///
     /// # Errors
@@ -229,11 +230,28 @@ impl Reader {
         }
         // A few more than wanted, so that a rare collision does not hide a match.
         let limit = u32::try_from(max.saturating_add(KEY_HIT_SLACK)).unwrap_or(u32::MAX);
-        let hits = self
+        let hash = keys::key_hash(topic, key);
+        let mut hits = self
             .meta
-            .find_keys(shard, keys::key_hash(topic, key), begin_ms, end_ms, limit)
+            .find_keys(shard, hash, begin_ms, end_ms, limit)
             .await
             .map_err(meta_err)?;
+        // A key in the client id layout may have been indexed as a unique key, by its time.
+        if let Some(id_time) = keys::uniq_id_time(key) {
+            let unique = self
+                .meta
+                .find_unique_keys(shard, id_time, hash, begin_ms, end_ms, limit)
+                .await
+                .map_err(meta_err)?;
+            if !unique.is_empty() {
+                hits.extend(unique);
+                hits.sort_by(|a, b| {
+                    (b.store_ts, b.log_offset.0).cmp(&(a.store_ts, a.log_offset.0))
+                });
+                hits.dedup_by_key(|h| h.log_offset);
+                hits.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+            }
+        }
         let mut sections: Vec<SegmentRef> = Vec::new();
         let mut out = Vec::new();
         for hit in hits {

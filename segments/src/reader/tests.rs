@@ -457,3 +457,49 @@ async fn a_writer_without_the_key_index_commits_no_keys() {
         "the message is stored"
     );
 }
+
+#[tokio::test]
+async fn unique_keys_in_the_client_id_layout_are_found_by_their_time() {
+    let h = Harness::new(manual_config()).await;
+    h.open(0).await;
+    let ids: Vec<String> = (0..3)
+        .map(|i| format!("7F0000012A9F1234567800BC614{i}0001"))
+        .collect();
+    let batch = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| keyed(&format!("m{i}"), "shared", id))
+        .collect();
+    let t = h.writer.append(ShardId(0), batch).unwrap();
+    h.writer.flush().await.unwrap();
+    t.durable().await.unwrap();
+    for (i, id) in ids.iter().enumerate() {
+        let found = h
+            .reader
+            .find_by_key(ShardId(0), "T", id, 0, i64::MAX, 32)
+            .await
+            .unwrap();
+        assert_eq!(bodies(&found), vec![format!("m{i}")], "{id}");
+    }
+    // Indexed by time, not among the other keys.
+    let hash = keys::key_hash("T", &ids[1]);
+    let time = keys::uniq_id_time(&ids[1]).unwrap();
+    let plain = h
+        .meta
+        .find_keys(ShardId(0), hash, 0, i64::MAX, 10)
+        .await
+        .unwrap();
+    assert!(plain.is_empty());
+    let unique = h
+        .meta
+        .find_unique_keys(ShardId(0), time, hash, 0, i64::MAX, 10)
+        .await
+        .unwrap();
+    assert_eq!(unique.len(), 1);
+    let shared = h
+        .reader
+        .find_by_key(ShardId(0), "T", "shared", 0, i64::MAX, 32)
+        .await
+        .unwrap();
+    assert_eq!(shared.len(), 3);
+}

@@ -87,4 +87,17 @@ impl SegmentCatalog for FlakyMeta {
             .find_keys(shard, key_hash, begin_ms, end_ms, limit)
             .await
     }
+    async fn find_unique_keys(
+        &self,
+        shard: ShardId,
+        id_time: i64,
+        key_hash: i64,
+        begin_ms: i64,
+        end_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<KeyHit>> {
+        self.inner
+            .find_unique_keys(shard, id_time, key_hash, begin_ms, end_ms, limit)
+            .await
+    }
 }

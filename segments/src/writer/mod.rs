@@ -428,10 +428,10 @@ impl Writer {
         let mut encoded = Vec::with_capacity(messages.len());
         let mut total = 0usize;
         let mut metas = Vec::with_capacity(messages.len());
-        let mut key_hashes: Vec<Vec<i64>> = Vec::with_capacity(messages.len());
+        let mut key_hashes: Vec<Vec<(i64, Option<i64>)>> = Vec::with_capacity(messages.len());
         for m in messages {
             key_hashes.push(if inner.config.index_keys {
-                keys::record_key_hashes(m.topic.as_str(), &m.properties)
+                keys::record_key_entries(m.topic.as_str(), &m.properties)
             } else {
                 Vec::new()
             });
@@ -548,11 +548,14 @@ impl Writer {
             .iter()
             .zip(&assigned)
             .flat_map(|(hashes, &(_, local))| {
-                hashes.iter().map(move |&key_hash| KeyIndexEntry {
-                    key_hash,
-                    log_offset: CommitLogOffset(i64::try_from(local).unwrap_or(i64::MAX)),
-                    store_ts: now,
-                })
+                hashes
+                    .iter()
+                    .map(move |&(key_hash, id_time)| KeyIndexEntry {
+                        key_hash,
+                        log_offset: CommitLogOffset(i64::try_from(local).unwrap_or(i64::MAX)),
+                        store_ts: now,
+                        id_time,
+                    })
             });
         open.builder.push_keys(shard, entries);
         if !effects.is_empty() {
