@@ -142,9 +142,16 @@ impl Plan {
     }
 }
 
-/// The UNIQ_KEY of message `seq` of run `run_id`.
+/// The UNIQ_KEY of message `seq` of run `run_id`, in the layout of the Java client's ids
+/// (32 hex digits: 10 bytes of process identity, here the run id; a 4-byte time field,
+/// here advancing every 64 messages, as a busy producer's milliseconds do; a 2-byte
+/// counter), so the server indexes it as a client id would be.
 pub(crate) fn uniq_key(run_id: u64, seq: u64) -> String {
-    format!("{run_id:016X}{seq:016X}")
+    format!(
+        "{run_id:016X}0000{:08X}{:04X}",
+        (seq / 64) as u32,
+        seq as u16
+    )
 }
 
 /// Key number `n` of run `run_id` (`--key-share`).

@@ -428,4 +428,13 @@ mod tests {
         let (key, want) = unique.target(3);
         assert_eq!(want, vec![key]);
     }
+
+    #[test]
+    fn unique_keys_have_the_client_id_layout_and_differ_per_message() {
+        let a = uniq_key(0xABCD, 64 * 5 + 3);
+        assert_eq!(a, "000000000000ABCD0000000000050143");
+        let ids: std::collections::BTreeSet<String> =
+            (0..200_000).map(|s| uniq_key(7, s)).collect();
+        assert_eq!(ids.len(), 200_000);
+    }
 }
