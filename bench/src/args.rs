@@ -22,6 +22,9 @@ pub enum BenchCommand {
     Consume(ConsumeArgs),
     /// Producers and pullers together at a target rate: end-to-end latency percentiles.
     E2e(E2eArgs),
+    /// Fill a topic with keyed messages, then look keys up with QUERY_MESSAGE (every broker
+    /// of the route, as mqadmin does): lookup latency and object-store requests per lookup.
+    QueryByKey(QueryArgs),
 }
 
 /// Options every workload takes.
@@ -111,6 +114,10 @@ pub struct SendArgs {
     /// Producer group.
     #[arg(long, default_value = "bench_producer")]
     pub group: String,
+    /// Give message i the key `K<run id>-<i / N>` (KEYS), so N messages share each key;
+    /// 0: no KEYS (every message has a UNIQ_KEY either way).
+    #[arg(long, default_value_t = 0)]
+    pub key_share: u64,
 }
 
 /// Puller options.
@@ -237,4 +244,35 @@ mod tests {
         assert!(e.topic.no_create);
         assert_eq!(e.drain_timeout, Duration::from_secs(15));
     }
+}
+
+/// `stratus bench query-by-key`.
+#[derive(Debug, Args, Clone)]
+pub struct QueryArgs {
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub common: CommonArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub topic: TopicArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub send: SendArgs,
+    /// Lookups after the fill (each one a random key of the fill).
+    #[arg(long, default_value_t = 1000)]
+    pub lookups: u64,
+    /// Lookups in flight at once.
+    #[arg(long, default_value_t = 4)]
+    pub lookup_connections: usize,
+    /// Look up by unique key (UNIQ_KEY, `_UNIQUE_KEY_QUERY`) instead of by KEYS.
+    #[arg(long)]
+    pub unique: bool,
+    /// Do not fill: look up the keys of an earlier fill of `--count` messages and
+    /// `--key-share`, whose run id (printed by that fill) is given here, in hex.
+    #[arg(long)]
+    pub run_id: Option<String>,
+    /// The node's metrics address (`host:port` of `/metrics`): object-store requests per
+    /// lookup are read from its counters before and after the lookups.
+    #[arg(long)]
+    pub metrics: Option<String>,
 }

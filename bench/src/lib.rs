@@ -12,12 +12,18 @@
 //!   carries its send time (run id + nanoseconds, first 16 bytes), so the report has
 //!   end-to-end latency percentiles.
 //!
+//! * `query-by-key`: fills a topic with keyed messages (`--key-share` per key), then looks
+//!   keys (or unique keys) up with QUERY_MESSAGE on every broker of the route, as mqadmin
+//!   does: lookup latency percentiles and, with `--metrics`, object-store requests per
+//!   lookup from the node's counters.
+//!
 //! The exit status is non-zero when a request failed (the report is printed first).
 
 mod args;
 mod consume;
 mod histogram;
 mod produce;
+mod query;
 mod report;
 mod route;
 mod stats;
@@ -29,8 +35,8 @@ use std::time::Instant;
 use anyhow::bail;
 
 pub use args::{
-    BenchArgs, BenchCommand, CommonArgs, ConsumeArgs, E2eArgs, ProduceArgs, PullArgs, SendArgs,
-    SendMode, TopicArgs,
+    BenchArgs, BenchCommand, CommonArgs, ConsumeArgs, E2eArgs, ProduceArgs, PullArgs, QueryArgs,
+    SendArgs, SendMode, TopicArgs,
 };
 use consume::{PullRun, Pullers, QueueSpan};
 use report::{ConsumeReport, ProduceReport, Report};
@@ -43,6 +49,16 @@ use time::Epoch;
 /// Connection or protocol failures before the run, or failed requests during it.
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     let (common, report) = match args.command {
+        BenchCommand::QueryByKey(a) => {
+            let common = a.common.clone();
+            let report = query::run(a).await?;
+            print_text_or_json(&common, &report.to_text(), &report.to_json())?;
+            let failed = report.error_total();
+            if failed > 0 {
+                bail!("{failed} lookups or fill requests failed");
+            }
+            return Ok(());
+        }
         BenchCommand::Produce(a) => (a.common.clone(), produce_cmd(a).await?),
         BenchCommand::Consume(a) => (a.common.clone(), consume_cmd(a).await?),
         BenchCommand::E2e(a) => (a.common.clone(), e2e_cmd(a).await?),
@@ -55,14 +71,18 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-#[allow(clippy::print_stdout)] // the report is the command's output
 fn print(common: &CommonArgs, report: &Report) -> anyhow::Result<()> {
+    print_text_or_json(common, &report.to_text(), &report.to_json())
+}
+
+#[allow(clippy::print_stdout)] // the report is the command's output
+fn print_text_or_json(common: &CommonArgs, text: &str, json: &str) -> anyhow::Result<()> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     if common.json {
-        writeln!(out, "{}", report.to_json())?;
+        writeln!(out, "{json}")?;
     } else {
-        write!(out, "{}", report.to_text())?;
+        write!(out, "{text}")?;
     }
     out.flush()?;
     Ok(())

@@ -90,10 +90,10 @@ impl Plan {
             if !tag.is_empty() {
                 p.insert(keys::TAGS, tag);
             }
-            p.insert(
-                keys::UNIQ_KEY,
-                &format!("{:016X}{:016X}", self.epoch.run_id, seq),
-            );
+            p.insert(keys::UNIQ_KEY, &uniq_key(self.epoch.run_id, seq));
+            if let Some(n) = seq.checked_div(self.args.key_share) {
+                p.insert(keys::KEYS, &shared_key(self.epoch.run_id, n));
+            }
         }
         p.insert(keys::WAIT, "true");
         p.encode()
@@ -140,6 +140,23 @@ impl Plan {
         }
         cmd
     }
+}
+
+/// The UNIQ_KEY of message `seq` of run `run_id`, in the layout of the Java client's ids
+/// (32 hex digits: 10 bytes of process identity, here the run id; a 4-byte time field,
+/// here advancing every 64 messages, as a busy producer's milliseconds do; a 2-byte
+/// counter), so the server indexes it as a client id would be.
+pub(crate) fn uniq_key(run_id: u64, seq: u64) -> String {
+    format!(
+        "{run_id:016X}0000{:08X}{:04X}",
+        (seq / 64) as u32,
+        seq as u16
+    )
+}
+
+/// Key number `n` of run `run_id` (`--key-share`).
+pub(crate) fn shared_key(run_id: u64, n: u64) -> String {
+    format!("K{run_id:016X}-{n}")
 }
 
 /// Result of one request: messages, latency, and the failure key if it failed.

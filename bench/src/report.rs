@@ -66,6 +66,25 @@ impl ProduceReport {
     pub(crate) fn error_total(&self) -> u64 {
         self.error_total
     }
+
+    /// One line: counts, rate and send latency.
+    pub(crate) fn to_text_line(&self) -> String {
+        format!(
+            "{} acked, {} failed requests in {:.2} s: {:.0} msgs/s ({} x {} B, {} connections, {}){}",
+            self.acked,
+            self.error_total,
+            self.seconds,
+            self.msgs_per_sec,
+            self.batch,
+            self.size,
+            self.connections,
+            self.mode,
+            self.send_latency_ms
+                .as_ref()
+                .map(|l| format!("; send p99 {:.2} ms", l.p99))
+                .unwrap_or_default()
+        )
+    }
 }
 
 /// Puller figures.
@@ -266,6 +285,7 @@ mod tests {
             duration: None,
             count: Some(4000),
             group: "bench_producer".to_owned(),
+            key_share: 0,
         }
     }
 

@@ -32,6 +32,14 @@ impl Epoch {
         }
     }
 
+    /// A new time base for the messages of an earlier run.
+    pub(crate) fn with_run_id(run_id: u64) -> Self {
+        Self {
+            start: Instant::now(),
+            run_id,
+        }
+    }
+
     /// Nanoseconds since the start.
     pub(crate) fn now_ns(&self) -> u64 {
         u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX)

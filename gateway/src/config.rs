@@ -522,6 +522,11 @@ pub struct StorageSettings {
     pub block_cache: ByteSize,
     /// Capacity of the footer (ConsumeQueue index) cache.
     pub footer_cache: ByteSize,
+    /// Index every stored message's keys (`KEYS` words and `UNIQ_KEY`) in meta, in the
+    /// commit of its segment, for QUERY_MESSAGE (mqadmin `queryMsgByKey`,
+    /// `queryMsgByUniqueKey`, message traces). Off: one meta row per key less per message
+    /// on the send path, and messages stored meanwhile are not found by key.
+    pub key_index: bool,
 }
 
 /// Metadata database.
@@ -620,6 +625,7 @@ impl Default for StorageSettings {
             s3_path_style: None,
             s3_allow_http: false,
             file_fsync: true,
+            key_index: true,
             multipart_threshold: ByteSize::mib(16),
             segment_max_bytes: ByteSize::mib(4),
             linger: None,

@@ -95,6 +95,30 @@ pub trait SegmentCatalog: Send + Sync + Debug {
         shard: ShardId,
         offset: CommitLogOffset,
     ) -> Result<Option<SegmentRef>>;
+    /// Records of `shard` indexed under `key_hash` ([`SegmentEffect::KeysIndexed`]) whose
+    /// store time is in `[begin_ms, end_ms]`, newest first (store time, then log offset,
+    /// descending), at most `limit`. Entries below the shard's first retained section are
+    /// gone after a retention pass; a hit may still name a record retention removed
+    /// meanwhile (readers find no section for it).
+    async fn find_keys(
+        &self,
+        shard: ShardId,
+        key_hash: i64,
+        begin_ms: i64,
+        end_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<KeyHit>>;
+    /// Like [`SegmentCatalog::find_keys`], for entries indexed with
+    /// [`KeyIndexEntry::id_time`] = `Some(id_time)`.
+    async fn find_unique_keys(
+        &self,
+        shard: ShardId,
+        id_time: i64,
+        key_hash: i64,
+        begin_ms: i64,
+        end_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<KeyHit>>;
 }
 
 /// The metadata store.

@@ -201,6 +201,43 @@ pub enum SegmentEffect {
         /// Next schedule-queue offset to deliver.
         next_offset: QueueOffset,
     },
+    /// Add the keys of records stored in this section to the key index (QUERY_MESSAGE).
+    /// A (log offset, hash) pair already indexed is left as it is.
+    KeysIndexed {
+        /// Shard.
+        shard: ShardId,
+        /// One entry per distinct key of each record.
+        keys: Vec<KeyIndexEntry>,
+    },
+}
+
+/// One key of one stored record, as the key index holds it.
+#[derive(Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Debug)]
+pub struct KeyIndexEntry {
+    /// 64-bit hash of `topic#key` (the hash is the writer's; meta only compares it).
+    pub key_hash: i64,
+    /// **Local** commit-log offset of the record in its shard (without the shard bits).
+    pub log_offset: CommitLogOffset,
+    /// Store time of the record, ms.
+    pub store_ts: i64,
+    /// For a unique key in the client id layout: its time field (ms since the start of the
+    /// producer's month). Such entries are kept in creation-time order, so a commit's
+    /// entries land side by side; they are found with [`SegmentCatalog::find_unique_keys`].
+    /// `None`: any other key, found with [`SegmentCatalog::find_keys`].
+    ///
+    /// [`SegmentCatalog::find_unique_keys`]: crate::SegmentCatalog::find_unique_keys
+    /// [`SegmentCatalog::find_keys`]: crate::SegmentCatalog::find_keys
+    #[serde(default)]
+    pub id_time: Option<i64>,
+}
+
+/// A record found in the key index: where it is and when it was stored.
+#[derive(Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Debug)]
+pub struct KeyHit {
+    /// **Local** commit-log offset of the record.
+    pub log_offset: CommitLogOffset,
+    /// Store time, ms.
+    pub store_ts: i64,
 }
 
 impl SegmentEffect {
@@ -211,7 +248,8 @@ impl SegmentEffect {
             Self::HalfResolved { shard, .. }
             | Self::ScheduleProgress { shard, .. }
             | Self::TimerScheduled { shard, .. }
-            | Self::TimerDelivered { shard, .. } => *shard,
+            | Self::TimerDelivered { shard, .. }
+            | Self::KeysIndexed { shard, .. } => *shard,
         }
     }
 }

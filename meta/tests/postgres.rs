@@ -125,7 +125,7 @@ async fn conformance_suite_passes_on_postgres() {
     let again = stratus_meta::open(&format!("{}?pool_size=2", db.url))
         .await
         .expect("reopen through open()");
-    assert_eq!(again.list_shards().await.expect("shards").len(), 40);
+    assert_eq!(again.list_shards().await.expect("shards").len(), 44);
     again.close().await;
     db.drop_db().await;
 }

@@ -25,6 +25,7 @@ pub mod error;
 pub mod format;
 pub mod handle;
 pub mod heads;
+pub mod keys;
 pub mod metrics;
 pub mod paths;
 pub mod reader;

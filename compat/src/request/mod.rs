@@ -12,6 +12,7 @@ pub mod heartbeat;
 pub mod lock;
 pub mod offset;
 pub mod pull;
+pub mod query;
 pub mod relay;
 pub mod route;
 pub mod send;

@@ -172,6 +172,7 @@ impl Node {
                 upload_concurrency: config.storage.upload_concurrency,
                 durable_timeout: config.storage.durable_timeout,
                 key_prefix,
+                index_keys: config.storage.key_index,
                 ..Default::default()
             },
             store.clone(),

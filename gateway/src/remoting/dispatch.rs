@@ -219,6 +219,7 @@ async fn route(
         C::GetTopicConfig => processor::topic_admin::config(rmq, &cmd),
         C::GetSystemTopicListFromNs => processor::topic_admin::from_namesrv(rmq),
         C::GetSystemTopicListFromBroker => processor::topic_admin::from_broker(rmq, ch, &cmd),
+        C::QueryMessage => processor::query::query_message(rmq, ch, &cmd).await,
         other => Err(GatewayError::NotSupported {
             code: other.to_i32(),
         }),

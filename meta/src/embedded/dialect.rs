@@ -8,7 +8,7 @@ use sqlx::sqlite::{SqliteConnection, SqlitePool, SqliteQueryResult};
 use sqlx::{QueryBuilder, Sqlite};
 
 use crate::error::{MetaError, Result};
-use crate::model::ConsumerOffset;
+use crate::model::{ConsumerOffset, KeyIndexEntry, ShardId};
 use crate::sql::convert::shard_to_db;
 use crate::sql::section::{Append, Section};
 use crate::sql::{Applied, Dialect, ErrorClass, RowsAffected};
@@ -133,6 +133,53 @@ impl Dialect for Sqlite {
         tx.commit()
             .await
             .map_err(Self::db_err("commit consumer offsets"))?;
+        Ok(())
+    }
+
+    /// One multi-row insert per [`CHUNK`] keys of each table.
+    async fn insert_keys(
+        conn: &mut SqliteConnection,
+        shard: ShardId,
+        keys: &[KeyIndexEntry],
+    ) -> Result<()> {
+        let id = shard_to_db(shard);
+        let (unique, other): (Vec<&KeyIndexEntry>, Vec<&KeyIndexEntry>) =
+            keys.iter().partition(|k| k.id_time.is_some());
+        for chunk in other.chunks(CHUNK) {
+            let mut q = QueryBuilder::<Sqlite>::new(
+                "INSERT INTO message_keys (shard_id, log_offset, key_hash, store_ts) ",
+            );
+            q.push_values(chunk, |mut b, k| {
+                b.push_bind(id)
+                    .push_bind(k.log_offset.0)
+                    .push_bind(k.key_hash)
+                    .push_bind(k.store_ts);
+            });
+            q.push(" ON CONFLICT (shard_id, log_offset, key_hash) DO NOTHING");
+            q.build()
+                .persistent(false)
+                .execute(&mut *conn)
+                .await
+                .map_err(Self::db_err("index message keys"))?;
+        }
+        for chunk in unique.chunks(CHUNK) {
+            let mut q = QueryBuilder::<Sqlite>::new(
+                "INSERT INTO unique_keys (shard_id, id_time, key_hash, log_offset, store_ts) ",
+            );
+            q.push_values(chunk, |mut b, k| {
+                b.push_bind(id)
+                    .push_bind(k.id_time.unwrap_or_default())
+                    .push_bind(k.key_hash)
+                    .push_bind(k.log_offset.0)
+                    .push_bind(k.store_ts);
+            });
+            q.push(" ON CONFLICT (shard_id, id_time, key_hash, log_offset) DO NOTHING");
+            q.build()
+                .persistent(false)
+                .execute(&mut *conn)
+                .await
+                .map_err(Self::db_err("index unique keys"))?;
+        }
         Ok(())
     }
 

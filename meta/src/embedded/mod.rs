@@ -100,6 +100,11 @@ const MIGRATIONS: &MigrationList = &[
         "group_details",
         include_str!("../../migrations/sqlite/006_group_details.sql"),
     ),
+    (
+        7,
+        "message_keys",
+        include_str!("../../migrations/sqlite/007_message_keys.sql"),
+    ),
 ];
 
 /// SQLite-backed [`crate::MetaStore`]: the shared SQL store on SQLite, with one writer

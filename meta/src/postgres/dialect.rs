@@ -16,7 +16,7 @@ use sqlx::error::DatabaseError;
 use sqlx::postgres::{PgConnection, PgPool, PgQueryResult};
 
 use crate::error::Result;
-use crate::model::ConsumerOffset;
+use crate::model::{ConsumerOffset, KeyIndexEntry, ShardId};
 use crate::sql::convert::shard_to_db;
 use crate::sql::section::Section;
 use crate::sql::{Applied, Dialect, ErrorClass, RowsAffected};
@@ -155,6 +155,51 @@ impl Dialect for Postgres {
         } else {
             Applied::Done
         })
+    }
+
+    /// One statement per table for any number of keys: the rows travel as arrays.
+    async fn insert_keys(
+        conn: &mut PgConnection,
+        shard: ShardId,
+        keys: &[KeyIndexEntry],
+    ) -> Result<()> {
+        let (unique, other): (Vec<&KeyIndexEntry>, Vec<&KeyIndexEntry>) =
+            keys.iter().partition(|k| k.id_time.is_some());
+        if !other.is_empty() {
+            sqlx::query(
+                "INSERT INTO message_keys (shard_id, log_offset, key_hash, store_ts) \
+                 SELECT $1, * FROM UNNEST($2::int8[], $3::int8[], $4::int8[]) \
+                 ON CONFLICT (shard_id, log_offset, key_hash) DO NOTHING",
+            )
+            .bind(shard_to_db(shard))
+            .bind(other.iter().map(|k| k.log_offset.0).collect::<Vec<_>>())
+            .bind(other.iter().map(|k| k.key_hash).collect::<Vec<_>>())
+            .bind(other.iter().map(|k| k.store_ts).collect::<Vec<_>>())
+            .execute(&mut *conn)
+            .await
+            .map_err(Self::db_err("index message keys"))?;
+        }
+        if !unique.is_empty() {
+            sqlx::query(
+                "INSERT INTO unique_keys (shard_id, id_time, key_hash, log_offset, store_ts) \
+                 SELECT $1, * FROM UNNEST($2::int8[], $3::int8[], $4::int8[], $5::int8[]) \
+                 ON CONFLICT (shard_id, id_time, key_hash, log_offset) DO NOTHING",
+            )
+            .bind(shard_to_db(shard))
+            .bind(
+                unique
+                    .iter()
+                    .map(|k| k.id_time.unwrap_or_default())
+                    .collect::<Vec<_>>(),
+            )
+            .bind(unique.iter().map(|k| k.key_hash).collect::<Vec<_>>())
+            .bind(unique.iter().map(|k| k.log_offset.0).collect::<Vec<_>>())
+            .bind(unique.iter().map(|k| k.store_ts).collect::<Vec<_>>())
+            .execute(&mut *conn)
+            .await
+            .map_err(Self::db_err("index unique keys"))?;
+        }
+        Ok(())
     }
 
     /// One statement for any number of offsets: the rows travel as five arrays.

@@ -91,6 +91,11 @@ const MIGRATIONS: &MigrationList = &[
         "group_details",
         include_str!("../../migrations/postgres/006_group_details.sql"),
     ),
+    (
+        7,
+        "message_keys",
+        include_str!("../../migrations/postgres/007_message_keys.sql"),
+    ),
 ];
 
 /// PostgreSQL-backed [`crate::MetaStore`]: the shared SQL store on one connection pool (see the

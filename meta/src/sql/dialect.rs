@@ -14,7 +14,7 @@ use super::convert;
 use super::driver::Driver;
 use super::section::Section;
 use crate::error::{MetaError, Result};
-use crate::model::ConsumerOffset;
+use crate::model::{ConsumerOffset, KeyIndexEntry, ShardId};
 
 /// What a database error means, when it is neither a unique nor a foreign-key violation
 /// (those are always [`MetaError::Conflict`]).
@@ -66,6 +66,14 @@ pub(crate) trait Dialect: Driver {
     fn upsert_offsets(
         pool: &Pool<Self>,
         offsets: &[&ConsumerOffset],
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// Inserts key-index rows of `shard` (at least one) inside the commit transaction; a
+    /// (log offset, hash) pair already present is skipped.
+    fn insert_keys(
+        conn: &mut Self::Connection,
+        shard: ShardId,
+        keys: &[KeyIndexEntry],
     ) -> impl Future<Output = Result<()>> + Send;
 
     /// Which of `keys` (distinct, at least one) some segments row references.

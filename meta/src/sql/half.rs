@@ -49,6 +49,11 @@ pub(crate) async fn apply_effects<D: Dialect>(
                     .await
                     .map_err(D::db_err("deliver timer"))?;
             }
+            SegmentEffect::KeysIndexed { shard, keys } => {
+                if !keys.is_empty() {
+                    D::insert_keys(tx, *shard, keys).await?;
+                }
+            }
             SegmentEffect::ScheduleProgress {
                 shard,
                 level,

@@ -10,7 +10,7 @@
 //! - `section`: a segment section checked before its commit transaction;
 //! - the statements, by record: `catalog` (topics, groups, consumer offsets, KV), `nodes`,
 //!   `leases`, `segments` (commits), `lookups` (the read path), `half` (half messages,
-//!   timers, delay progress), `retention`;
+//!   timers, delay progress), `keys` (the key index of QUERY_MESSAGE), `retention`;
 //! - `store`: [`SqlMeta`]'s [`crate::MetaStore`] implementation.
 //!
 //! Statements use `$N` placeholders and the SQL both databases accept (upsert, `RETURNING`,
@@ -21,6 +21,7 @@ pub(crate) mod convert;
 mod dialect;
 mod driver;
 mod half;
+mod keys;
 mod leases;
 mod lookups;
 pub(crate) mod migrations;

@@ -160,6 +160,13 @@ pub(crate) async fn apply_retention<D: Dialect>(
         .fetch_all(D::on_conn(&mut tx))
         .await
         .map_err(D::db_err("delete emptied sections"))?;
+    for statement in super::keys::DELETE_RETIRED_KEYS {
+        sqlx::query(statement)
+            .arg(id)
+            .execute(D::on_conn(&mut tx))
+            .await
+            .map_err(D::db_err("delete retired message keys"))?;
+    }
     let moved = sqlx::query(ADVANCE_MIN_OFFSETS)
         .arg(id)
         .try_map(|r: D::Row| Ok((r.text(0)?, r.int4(1)?, r.int(2)?)))

@@ -6,7 +6,7 @@ use sqlx::{Database, Pool};
 use stratus_compat::types::{CommitLogOffset, ConsumerGroup, QueueOffset, Topic};
 
 use super::dialect::Dialect;
-use super::{catalog, half, leases, lookups, nodes, retention, segments};
+use super::{catalog, half, keys, leases, lookups, nodes, retention, segments};
 use crate::error::Result;
 use crate::model::*;
 use crate::{MetaStore, SegmentCatalog};
@@ -64,6 +64,38 @@ impl<D: Dialect> SegmentCatalog for SqlMeta<D> {
         offset: CommitLogOffset,
     ) -> Result<Option<SegmentRef>> {
         lookups::segment_by_commit_log_offset(&self.reader, shard, offset).await
+    }
+
+    async fn find_keys(
+        &self,
+        shard: ShardId,
+        key_hash: i64,
+        begin_ms: i64,
+        end_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<KeyHit>> {
+        keys::find_keys(&self.reader, shard, key_hash, begin_ms, end_ms, limit).await
+    }
+
+    async fn find_unique_keys(
+        &self,
+        shard: ShardId,
+        id_time: i64,
+        key_hash: i64,
+        begin_ms: i64,
+        end_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<KeyHit>> {
+        keys::find_unique_keys(
+            &self.reader,
+            shard,
+            id_time,
+            key_hash,
+            begin_ms,
+            end_ms,
+            limit,
+        )
+        .await
     }
 }
 

@@ -11,6 +11,7 @@
 mod batches;
 mod catalog;
 mod half;
+mod keys;
 mod leases;
 mod lookups;
 mod nodes;
@@ -28,8 +29,8 @@ use crate::model::{
 
 /// Shards [`run_all`] creates after the shard-creation check. Checks use distinct ids:
 /// 0–3 shard creation, 4–10 leases, 11–20 commits, 21–23 lookups, 24–25 batches, 26–33 half
-/// messages, schedule progress and timers; 34–38 retention; 9999 is a shard that never exists.
-const SHARDS: u32 = 40;
+/// messages, schedule progress and timers; 34–39 retention; 40–42 the key index; 9999 is a shard that never exists.
+const SHARDS: u32 = 44;
 
 /// Runs every conformance check against `store` (which must be empty). Panics on failure.
 pub async fn run_all(store: &dyn MetaStore) {
@@ -82,6 +83,9 @@ pub async fn run_all(store: &dyn MetaStore) {
     half::record_half_check_and_resolve(store).await;
     half::schedule_progress_advances_with_its_section(store).await;
     half::timers_follow_their_sections(store).await;
+
+    keys::keys_are_indexed_with_their_sections(store).await;
+    keys::retention_removes_keys_of_deleted_sections(store).await;
 
     nodes::node_heartbeat_list_remove(store).await;
     retention::retention_by_age_with_topic_override(store).await;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use stratus_compat::types::{QueueId, QueueOffset, Topic};
-use stratus_meta::{QueueAppend, SegmentEffect, ShardId};
+use stratus_meta::{KeyIndexEntry, QueueAppend, SegmentEffect, ShardId};
 
 use super::{
     ENTRY_LEN, EntryMeta, Footer, FooterQueue, HEADER_LEN, IndexEntry, SectionLocation,
@@ -28,6 +28,9 @@ struct SectionBuilder {
     queues: HashMap<Topic, HashMap<QueueId, QueueBuilder>>,
     /// Metadata effects to commit with the section, in push order.
     effects: Vec<SegmentEffect>,
+    /// Key-index entries of the section's records, committed as one
+    /// [`SegmentEffect::KeysIndexed`] after the other effects.
+    keys: Vec<KeyIndexEntry>,
 }
 
 #[derive(Debug)]
@@ -131,6 +134,7 @@ impl SegmentBuilder {
                 data_len: 0,
                 queues: HashMap::new(),
                 effects: Vec::new(),
+                keys: Vec::new(),
             });
         debug_assert_eq!(local, section.commit_log_start + section.data_len as u64);
         let pos = u32::try_from(section.data_len).expect("writer seals sections below 4 GiB");
@@ -181,6 +185,23 @@ impl SegmentBuilder {
         match self.sections.get_mut(&shard) {
             Some(s) => {
                 s.effects.extend(effects);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Adds key-index entries to `shard`'s section (see [`crate::keys`]); like
+    /// [`SegmentBuilder::push_effects`], `false` (and nothing kept) when the section does not
+    /// exist.
+    pub fn push_keys(
+        &mut self,
+        shard: ShardId,
+        keys: impl IntoIterator<Item = KeyIndexEntry>,
+    ) -> bool {
+        match self.sections.get_mut(&shard) {
+            Some(s) => {
+                s.keys.extend(keys);
                 true
             }
             None => false,
@@ -258,6 +279,13 @@ impl SegmentBuilder {
             };
             let footer_pos = out.len() as u64;
             footer.encode(&mut out);
+            let mut effects = s.effects;
+            if !s.keys.is_empty() {
+                effects.push(SegmentEffect::KeysIndexed {
+                    shard,
+                    keys: s.keys,
+                });
+            }
             sections.push(SealedSection {
                 shard,
                 section_pos,
@@ -268,7 +296,7 @@ impl SegmentBuilder {
                 commit_log_end: s.commit_log_start + section_len,
                 queues: appends,
                 footer: Arc::new(footer),
-                effects: s.effects,
+                effects,
             });
         }
         let rows: Vec<SectionLocation> = sections.iter().map(SealedSection::location).collect();

@@ -11,20 +11,23 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
+use stratus_compat::message::MessageExt;
 use stratus_compat::types::{CommitLogOffset, QueueOffset};
-use stratus_meta::{QueueKey, QueueSegment, SegmentCatalog, SegmentRef};
+use stratus_meta::{QueueKey, QueueSegment, SegmentCatalog, SegmentRef, ShardId};
 
 use crate::SegmentError;
 use crate::cache::Cache;
 use crate::format::{EntryMeta, Footer, IndexEntry, verify_record, with_key};
-use crate::handle;
 use crate::heads::QueueHeads;
 use crate::store::SegmentStore;
+use crate::{handle, keys};
 
 /// Entries examined per read at least (RocketMQ reads up to 800 ConsumeQueue entries).
 pub const MIN_EXAMINED: usize = 800;
 /// Sections asked from meta per lookup.
 const SECTIONS_PER_LOOKUP: usize = 16;
+/// Key-index hits asked beyond the answer size (room for hash collisions).
+const KEY_HIT_SLACK: usize = 4;
 
 /// The result of [`Reader::read`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -197,19 +200,111 @@ impl Reader {
             .await
             .map_err(meta_err)?;
         let Some(seg) = seg else { return Ok(None) };
-        if seg.shard != shard || local_i < seg.commit_log_start.0 || local_i >= seg.commit_log_end.0
-        {
+        if seg.shard != shard {
             return Ok(None);
         }
-        let Ok(rel) = u32::try_from(local_i - seg.commit_log_start.0) else {
+        self.record_in(&seg, local_i).await
+    }
+
+    /// QUERY_MESSAGE: the committed records of `shard` in `topic` that have `key` among
+    /// their keys ([`crate::keys`]) and a store time in `[begin_ms, end_ms]`: the newest
+    /// `max` of them, answered in commit-log order (as the reference sorts its hits). One
+    /// meta lookup in the key index (two for a key in the client id layout, which may be a
+    /// unique key indexed by its time), then per hit its section (a meta lookup unless an
+    /// earlier hit's section holds it), footer and record, through the caches. Hash hits whose record lacks the key (collisions) and hits retention removed
+    /// are skipped.
+    ///
+    /// # Errors
+    /// Object store or meta errors; [`SegmentError::Corrupt`].
+    pub async fn find_by_key(
+        &self,
+        shard: ShardId,
+        topic: &str,
+        key: &str,
+        begin_ms: i64,
+        end_ms: i64,
+        max: usize,
+    ) -> Result<Vec<Bytes>, SegmentError> {
+        if max == 0 || key.is_empty() {
+            return Ok(Vec::new());
+        }
+        // A few more than wanted, so that a rare collision does not hide a match.
+        let limit = u32::try_from(max.saturating_add(KEY_HIT_SLACK)).unwrap_or(u32::MAX);
+        let hash = keys::key_hash(topic, key);
+        let mut hits = self
+            .meta
+            .find_keys(shard, hash, begin_ms, end_ms, limit)
+            .await
+            .map_err(meta_err)?;
+        // A key in the client id layout may have been indexed as a unique key, by its time.
+        if let Some(id_time) = keys::uniq_id_time(key) {
+            let unique = self
+                .meta
+                .find_unique_keys(shard, id_time, hash, begin_ms, end_ms, limit)
+                .await
+                .map_err(meta_err)?;
+            if !unique.is_empty() {
+                hits.extend(unique);
+                hits.sort_by(|a, b| {
+                    (b.store_ts, b.log_offset.0).cmp(&(a.store_ts, a.log_offset.0))
+                });
+                hits.dedup_by_key(|h| h.log_offset);
+                hits.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+            }
+        }
+        let mut sections: Vec<SegmentRef> = Vec::new();
+        let mut out = Vec::new();
+        for hit in hits {
+            if out.len() >= max {
+                break;
+            }
+            let local = hit.log_offset.0;
+            let known = sections
+                .iter()
+                .find(|s| s.commit_log_start.0 <= local && local < s.commit_log_end.0)
+                .cloned();
+            let seg = match known {
+                Some(s) => s,
+                None => {
+                    let found = self
+                        .meta
+                        .segment_by_commit_log_offset(shard, hit.log_offset)
+                        .await
+                        .map_err(meta_err)?;
+                    let Some(s) = found else { continue };
+                    sections.push(s.clone());
+                    s
+                }
+            };
+            let Some(record) = self.record_in(&seg, local).await? else {
+                continue;
+            };
+            let mut view = record.clone();
+            let Ok(msg) = MessageExt::decode(&mut view) else {
+                return Err(corrupt(&seg.object_key, "indexed record does not decode"));
+            };
+            if keys::has_key(&msg.topic, &msg.properties, topic, key) {
+                out.push((local, record));
+            }
+        }
+        out.sort_by_key(|(local, _)| *local);
+        Ok(out.into_iter().map(|(_, r)| r).collect())
+    }
+
+    /// The record starting at local commit-log offset `local` of section `seg`, if one does.
+    async fn record_in(&self, seg: &SegmentRef, local: i64) -> Result<Option<Bytes>, SegmentError> {
+        if local < seg.commit_log_start.0 || local >= seg.commit_log_end.0 {
+            return Ok(None);
+        }
+        let Ok(rel) = u32::try_from(local - seg.commit_log_start.0) else {
             return Ok(None);
         };
-        let footer = self.footer(&seg).await?;
+        let footer = self.footer(seg).await?;
         let Some((_, _, entry)) = footer.entry_at(rel) else {
             return Ok(None);
         };
         let entry = *entry;
-        let mut records = self.records(&seg, &[entry]).await?;
+        let mut records = self.records(seg, &[entry]).await?;
         Ok(records.pop())
     }
 

@@ -12,7 +12,7 @@ use stratus_meta::ShardId;
 
 use super::*;
 use crate::testkit::{Harness, key, manual_config, msg};
-use crate::writer::AppendTicket;
+use crate::writer::{AppendTicket, WriterConfig};
 
 /// Writes `segments` flushes of `per` messages each to shard 0 queue T/0, one ms apart.
 async fn fill(h: &Harness, segments: usize, per: usize) -> Vec<AppendTicket> {
@@ -314,4 +314,192 @@ async fn a_restarted_node_serves_every_committed_message_byte_for_byte() {
     h.writer.flush().await.unwrap();
     t.durable().await.unwrap();
     assert_eq!(h.read_all(&key(0, "T", 0)).await.len(), 22);
+}
+
+/// A message of T/0 with these `KEYS` and a unique key.
+fn keyed(body: &str, keys: &str, uniq: &str) -> crate::writer::MessageToStore {
+    let mut m = msg("T", 0, body);
+    m.properties = format!("KEYS\u{1}{keys}\u{2}UNIQ_KEY\u{1}{uniq}\u{2}");
+    m
+}
+
+#[tokio::test]
+async fn find_by_key_answers_the_newest_indexed_records_in_log_order_cold_and_warm() {
+    let h = Harness::new(manual_config()).await;
+    h.open(0).await;
+    // Three flushes, a second apart: "shared" in every one, "one" only in the first.
+    for s in 0..3 {
+        let mut batch = Vec::new();
+        for i in 0..4 {
+            let keys = if s == 0 && i == 0 {
+                "one shared"
+            } else {
+                "shared"
+            };
+            batch.push(keyed(&format!("s{s}-m{i}"), keys, &format!("U{s}{i}")));
+        }
+        let t = h.writer.append(ShardId(0), batch).unwrap();
+        h.writer.flush().await.unwrap();
+        t.durable().await.unwrap();
+        h.clock.advance(Duration::from_millis(1000));
+    }
+    let find = |key: &'static str, begin: i64, end: i64, max: usize| {
+        let r = h.reader.clone();
+        async move {
+            bodies(
+                &r.find_by_key(ShardId(0), "T", key, begin, end, max)
+                    .await
+                    .unwrap(),
+            )
+        }
+    };
+    assert_eq!(find("one", 0, i64::MAX, 64).await, vec!["s0-m0"]);
+    assert_eq!(
+        find("U21", 0, i64::MAX, 64).await,
+        vec!["s2-m1"],
+        "unique key"
+    );
+    let all = find("shared", 0, i64::MAX, 64).await;
+    assert_eq!(all.len(), 12);
+    assert_eq!(all[0], "s0-m0", "log order: {all:?}");
+    assert_eq!(all[11], "s2-m3", "log order: {all:?}");
+    assert_eq!(
+        find("shared", 0, i64::MAX, 5).await,
+        vec!["s1-m3", "s2-m0", "s2-m1", "s2-m2", "s2-m3"],
+        "the newest five"
+    );
+    let t0 = h.clock.now() - 3000;
+    let middle = find("shared", t0 + 500, t0 + 1500, 64).await;
+    assert_eq!(middle.len(), 4, "the second flush only: {middle:?}");
+    assert!(middle.iter().all(|b| b.starts_with("s1-")));
+    assert!(find("absent", 0, i64::MAX, 64).await.is_empty());
+    assert!(
+        find("shar", 0, i64::MAX, 64).await.is_empty(),
+        "no prefix match"
+    );
+    assert!(
+        h.reader
+            .find_by_key(ShardId(0), "U", "shared", 0, i64::MAX, 64)
+            .await
+            .unwrap()
+            .is_empty(),
+        "other topic"
+    );
+
+    // Cold: records come from ranged GETs, a bounded number per lookup.
+    h.cache.clear();
+    h.faults.reset_counts();
+    assert_eq!(find("one", 0, i64::MAX, 64).await, vec!["s0-m0"]);
+    let cold = h.faults.gets();
+    assert!((1..=2).contains(&cold), "footer and one block: {cold} GETs");
+    assert_eq!(find("one", 0, i64::MAX, 64).await, vec!["s0-m0"]);
+    assert_eq!(h.faults.gets(), cold, "warm: no GET");
+}
+
+#[tokio::test]
+async fn find_by_key_skips_records_whose_section_is_gone() {
+    let h = Harness::new(manual_config()).await;
+    let epoch = h.open(0).await;
+    let t = h
+        .writer
+        .append(ShardId(0), vec![keyed("old", "k", "U1")])
+        .unwrap();
+    h.writer.flush().await.unwrap();
+    t.durable().await.unwrap();
+    h.clock.advance(Duration::from_secs(3600));
+    let t = h
+        .writer
+        .append(ShardId(0), vec![keyed("new", "k", "U2")])
+        .unwrap();
+    h.writer.flush().await.unwrap();
+    t.durable().await.unwrap();
+    let policy = stratus_meta::RetentionPolicy {
+        default_retention_ms: 1_000_000,
+        max_shard_bytes: None,
+    };
+    let out = h
+        .meta
+        .apply_retention(ShardId(0), &h.node, epoch, h.clock.now(), &policy)
+        .await
+        .unwrap();
+    assert_eq!(out.sections_deleted, 1);
+    let found = h
+        .reader
+        .find_by_key(ShardId(0), "T", "k", 0, i64::MAX, 64)
+        .await
+        .unwrap();
+    assert_eq!(bodies(&found), vec!["new"]);
+}
+
+#[tokio::test]
+async fn a_writer_without_the_key_index_commits_no_keys() {
+    let h = Harness::new(WriterConfig {
+        index_keys: false,
+        ..manual_config()
+    })
+    .await;
+    h.open(0).await;
+    let t = h
+        .writer
+        .append(ShardId(0), vec![keyed("plain", "k", "U1")])
+        .unwrap();
+    h.writer.flush().await.unwrap();
+    t.durable().await.unwrap();
+    let found = h
+        .reader
+        .find_by_key(ShardId(0), "T", "k", 0, i64::MAX, 64)
+        .await
+        .unwrap();
+    assert!(found.is_empty());
+    assert_eq!(
+        h.read_all(&key(0, "T", 0)).await.len(),
+        1,
+        "the message is stored"
+    );
+}
+
+#[tokio::test]
+async fn unique_keys_in_the_client_id_layout_are_found_by_their_time() {
+    let h = Harness::new(manual_config()).await;
+    h.open(0).await;
+    let ids: Vec<String> = (0..3)
+        .map(|i| format!("7F0000012A9F1234567800BC614{i}0001"))
+        .collect();
+    let batch = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| keyed(&format!("m{i}"), "shared", id))
+        .collect();
+    let t = h.writer.append(ShardId(0), batch).unwrap();
+    h.writer.flush().await.unwrap();
+    t.durable().await.unwrap();
+    for (i, id) in ids.iter().enumerate() {
+        let found = h
+            .reader
+            .find_by_key(ShardId(0), "T", id, 0, i64::MAX, 32)
+            .await
+            .unwrap();
+        assert_eq!(bodies(&found), vec![format!("m{i}")], "{id}");
+    }
+    // Indexed by time, not among the other keys.
+    let hash = keys::key_hash("T", &ids[1]);
+    let time = keys::uniq_id_time(&ids[1]).unwrap();
+    let plain = h
+        .meta
+        .find_keys(ShardId(0), hash, 0, i64::MAX, 10)
+        .await
+        .unwrap();
+    assert!(plain.is_empty());
+    let unique = h
+        .meta
+        .find_unique_keys(ShardId(0), time, hash, 0, i64::MAX, 10)
+        .await
+        .unwrap();
+    assert_eq!(unique.len(), 1);
+    let shared = h
+        .reader
+        .find_by_key(ShardId(0), "T", "shared", 0, i64::MAX, 32)
+        .await
+        .unwrap();
+    assert_eq!(shared.len(), 3);
 }

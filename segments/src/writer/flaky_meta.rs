@@ -75,4 +75,29 @@ impl SegmentCatalog for FlakyMeta {
     ) -> Result<Option<SegmentRef>> {
         self.inner.segment_by_commit_log_offset(shard, offset).await
     }
+    async fn find_keys(
+        &self,
+        shard: ShardId,
+        key_hash: i64,
+        begin_ms: i64,
+        end_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<KeyHit>> {
+        self.inner
+            .find_keys(shard, key_hash, begin_ms, end_ms, limit)
+            .await
+    }
+    async fn find_unique_keys(
+        &self,
+        shard: ShardId,
+        id_time: i64,
+        key_hash: i64,
+        begin_ms: i64,
+        end_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<KeyHit>> {
+        self.inner
+            .find_unique_keys(shard, id_time, key_hash, begin_ms, end_ms, limit)
+            .await
+    }
 }

@@ -28,7 +28,9 @@ use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
 use stratus_compat::message::record::MessageExt;
 use stratus_compat::types::{CommitLogOffset, QueueId, QueueOffset, Topic};
-use stratus_meta::{Epoch, NodeId, SegmentCatalog, SegmentEffect, ShardId, ShardState};
+use stratus_meta::{
+    Epoch, KeyIndexEntry, NodeId, SegmentCatalog, SegmentEffect, ShardId, ShardState,
+};
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -40,7 +42,7 @@ use crate::clock::Clock;
 use crate::format::{EntryMeta, SegmentBuilder};
 use crate::heads::QueueHeads;
 use crate::store::SegmentStore;
-use crate::{handle, metrics, paths};
+use crate::{handle, keys, metrics, paths};
 
 /// Group-commit settings.
 #[derive(Debug, Clone)]
@@ -62,6 +64,8 @@ pub struct WriterConfig {
     pub meta_attempts: u32,
     /// Pause between meta commit attempts.
     pub meta_backoff: Duration,
+    /// Index each record's keys ([`crate::keys`]) with its section.
+    pub index_keys: bool,
 }
 
 impl Default for WriterConfig {
@@ -75,6 +79,7 @@ impl Default for WriterConfig {
             key_prefix: String::new(),
             meta_attempts: 3,
             meta_backoff: Duration::from_millis(100),
+            index_keys: true,
         }
     }
 }
@@ -423,7 +428,13 @@ impl Writer {
         let mut encoded = Vec::with_capacity(messages.len());
         let mut total = 0usize;
         let mut metas = Vec::with_capacity(messages.len());
+        let mut key_hashes: Vec<Vec<(i64, Option<i64>)>> = Vec::with_capacity(messages.len());
         for m in messages {
+            key_hashes.push(if inner.config.index_keys {
+                keys::record_key_entries(m.topic.as_str(), &m.properties)
+            } else {
+                Vec::new()
+            });
             let mut buf = BytesMut::new();
             let record = MessageExt {
                 queue_id: m.queue_id.0,
@@ -533,6 +544,20 @@ impl Writer {
             m.tags_code = tags_code;
             open.builder.push(shard, local, buf.freeze(), m);
         }
+        let entries = key_hashes
+            .iter()
+            .zip(&assigned)
+            .flat_map(|(hashes, &(_, local))| {
+                hashes
+                    .iter()
+                    .map(move |&(key_hash, id_time)| KeyIndexEntry {
+                        key_hash,
+                        log_offset: CommitLogOffset(i64::try_from(local).unwrap_or(i64::MAX)),
+                        store_ts: now,
+                        id_time,
+                    })
+            });
+        open.builder.push_keys(shard, entries);
         if !effects.is_empty() {
             let pushed = open.builder.push_effects(shard, effects);
             debug_assert!(pushed, "the section holds the records pushed above");

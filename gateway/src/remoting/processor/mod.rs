@@ -7,6 +7,7 @@ pub(crate) mod client;
 pub(crate) mod group;
 pub(crate) mod offset;
 pub(crate) mod pull;
+pub(crate) mod query;
 pub(crate) mod relay;
 pub(crate) mod reply;
 pub(crate) mod reset;

@@ -5,6 +5,7 @@ mod client;
 mod groups;
 mod offset;
 mod pull;
+mod query;
 mod relay;
 mod retry;
 mod route;
