@@ -313,7 +313,11 @@ mod tests {
     #[test]
     fn off_builds_nothing_and_missing_or_empty_files_are_named() {
         let dir = tempfile::tempdir().unwrap();
-        assert!(Tls::load(&settings(TlsMode::Off, dir.path())).unwrap().is_none());
+        assert!(
+            Tls::load(&settings(TlsMode::Off, dir.path()))
+                .unwrap()
+                .is_none()
+        );
         let e = Tls::load(&settings(TlsMode::Enforcing, dir.path())).unwrap_err();
         assert!(e.to_string().starts_with("tls.cert_file: "), "{e}");
         std::fs::write(dir.path().join("cert.pem"), "not pem").unwrap();

@@ -21,7 +21,9 @@ impl GatewayError {
             | Self::ProducerGroupWrong
             | Self::TranStateTableOffsetWrong
             | Self::CorruptRecord { .. }
-            | Self::ConnectionClosed => ResponseCode::SystemError,
+            | Self::ConnectionClosed
+            | Self::AuthAdmin(_) => ResponseCode::SystemError,
+            Self::AccessDenied(_) => ResponseCode::NoPermission,
             Self::TopicName(_)
             | Self::InvalidParameter(_)
             | Self::SendQueueIllegal { .. }

@@ -103,6 +103,20 @@ pub(crate) fn handle(
     tracing::trace!(parent: &span, "request");
     let rmq = rmq.clone();
     let ch = channel.clone();
+    // Access control, once, before any processor (sends included).
+    if rmq.auth.active()
+        && let Err(e) = rmq.auth.check(&cmd, ch.peer.ip())
+    {
+        tasks.spawn(
+            async move {
+                permit.work_done();
+                reply.send(&ch, Err(e)).await;
+                drop(permit);
+            }
+            .instrument(span),
+        );
+        return;
+    }
     match code {
         RequestCode::SendMessage | RequestCode::SendMessageV2 | RequestCode::SendBatchMessage => {
             let prepared = span.in_scope(|| processor::send::prepare(&rmq, &ch, &cmd));
@@ -185,6 +199,16 @@ async fn route(
         C::GetAllTopicConfig => processor::admin::all_topic_config(rmq),
         C::GetBrokerRuntimeInfo => processor::admin::runtime_info(rmq),
         C::ViewMessageById => processor::admin::view_message(rmq, &cmd).await,
+        C::AuthCreateUser
+        | C::AuthUpdateUser
+        | C::AuthDeleteUser
+        | C::AuthGetUser
+        | C::AuthListUser
+        | C::AuthCreateAcl
+        | C::AuthUpdateAcl
+        | C::AuthDeleteAcl
+        | C::AuthGetAcl
+        | C::AuthListAcl => processor::auth::handle(rmq, code, &cmd).await,
         other => Err(GatewayError::NotSupported {
             code: other.to_i32(),
         }),

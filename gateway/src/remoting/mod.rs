@@ -7,6 +7,7 @@
 //! codes, once. The front end's own state — client channels by group ([`registry`]),
 //! orderly queue locks ([`locks`]) and transactions being ended — lives in [`Remoting`].
 
+pub(crate) mod auth;
 pub(crate) mod codes;
 pub(crate) mod dispatch;
 pub(crate) mod filter;
@@ -43,17 +44,20 @@ pub(crate) struct Remoting {
     pub(crate) locks: locks::QueueLocks,
     /// The last order config seen per topic, for route lookups while meta is away.
     pub(crate) order_confs: processor::route::OrderConfs,
+    /// Access control: users and ACLs as last loaded from meta.
+    pub(crate) auth: auth::Auth,
 }
 
 impl Remoting {
     /// The front end over `node`; serves nothing until a listener runs.
     pub(crate) fn new(node: Arc<Node>) -> Arc<Self> {
         Arc::new(Self {
-            node,
             registry: registry::Registry::default(),
             transactions: rewrite::transaction::Transactions::default(),
             locks: locks::QueueLocks::default(),
             order_confs: processor::route::OrderConfs::default(),
+            auth: auth::Auth::new(&node.config.auth, &node.config.node.cluster_name),
+            node,
         })
     }
 
