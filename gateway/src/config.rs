@@ -774,10 +774,11 @@ impl Settings {
                 "auth.init_user and auth.init_password come together, neither empty",
             );
         }
-        if self.auth.init_user.is_some() && self.auth.encryption_key.is_none() {
+        let auth_on = self.auth.authentication_enabled || self.auth.authorization_enabled;
+        if (self.auth.init_user.is_some() || auth_on) && self.auth.encryption_key.is_none() {
             return bad(
                 "auth.encryption_key",
-                "auth.init_user needs auth.encryption_key (passwords are stored encrypted)",
+                "auth.init_user and the auth switches need auth.encryption_key (passwords are stored encrypted)",
             );
         }
         if self
@@ -1107,6 +1108,10 @@ mod tests {
         assert!(s.validate().is_err());
         s.auth.encryption_key = Some("0123456789abcdef-key".into());
         s.validate().unwrap();
+        let mut on = Settings::default();
+        on.auth.authorization_enabled = true;
+        let err = on.validate().unwrap_err().to_string();
+        assert!(err.contains("auth.encryption_key"), "{err}");
         let text = s.to_toml();
         assert!(
             !text.contains("rootpassword") && !text.contains("0123456789abcdef"),

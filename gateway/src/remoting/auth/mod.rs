@@ -116,6 +116,9 @@ pub(crate) struct Auth {
     snapshot: RwLock<Option<Arc<Snapshot>>>,
     /// The version token the snapshot was loaded at.
     version: Mutex<Option<String>>,
+    /// One refresh at a time (the service's and an admin write's), so an older load never
+    /// replaces a newer one.
+    refreshing: tokio::sync::Mutex<()>,
 }
 
 fn deny(remark: impl Into<String>) -> GatewayError {
@@ -160,6 +163,7 @@ impl Auth {
             cipher: settings.encryption_key.as_deref().map(Cipher::new),
             snapshot: RwLock::new(None),
             version: Mutex::new(None),
+            refreshing: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -287,6 +291,7 @@ impl Auth {
     /// # Errors
     /// Meta failing: the last snapshot stays in force.
     pub(crate) async fn refresh(&self, meta: &dyn MetaStore) -> Result<bool> {
+        let _one = self.refreshing.lock().await;
         let version = meta.get_kv(VERSION_NS, VERSION_KEY).await?;
         if self.loaded() && *self.version.lock() == version {
             return Ok(false);
