@@ -503,7 +503,7 @@ impl Drop for Postgres {
 fn a_change_through_one_node_is_enforced_by_the_other_and_survives_meta_going_away() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    // Its own PostgreSQL when installed (it is stopped below), else the shared meta URL.
+    // Its own PostgreSQL when installed (it is stopped below), else the harness's cluster meta.
     let pg = Postgres::installed().then(|| {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
