@@ -202,6 +202,26 @@ code_enum!(
         GetSubscriptionGroupConfig = 352 => "GET_SUBSCRIPTIONGROUP_CONFIG",
         /// 361
         LitePullMessage = 361 => "LITE_PULL_MESSAGE",
+        /// 3001
+        AuthCreateUser = 3001 => "AUTH_CREATE_USER",
+        /// 3002
+        AuthUpdateUser = 3002 => "AUTH_UPDATE_USER",
+        /// 3003
+        AuthDeleteUser = 3003 => "AUTH_DELETE_USER",
+        /// 3004
+        AuthGetUser = 3004 => "AUTH_GET_USER",
+        /// 3005
+        AuthListUser = 3005 => "AUTH_LIST_USER",
+        /// 3006
+        AuthCreateAcl = 3006 => "AUTH_CREATE_ACL",
+        /// 3007
+        AuthUpdateAcl = 3007 => "AUTH_UPDATE_ACL",
+        /// 3008
+        AuthDeleteAcl = 3008 => "AUTH_DELETE_ACL",
+        /// 3009
+        AuthGetAcl = 3009 => "AUTH_GET_ACL",
+        /// 3010
+        AuthListAcl = 3010 => "AUTH_LIST_ACL",
     }
 );
 
@@ -268,6 +288,10 @@ code_enum!(
         IllegalOperation = 604 => "ILLEGAL_OPERATION",
         /// 1500
         GoAway = 1500 => "GO_AWAY",
+        /// 3001
+        UserNotExist = 3001 => "USER_NOT_EXIST",
+        /// 3002
+        PolicyNotExist = 3002 => "POLICY_NOT_EXIST",
     }
 );
 

@@ -60,6 +60,15 @@ impl App {
         crate::remoting::processor::reply::create_reply_topic(&remoting)
             .await
             .context("create the reply topic")?;
+        remoting
+            .auth
+            .ensure_init_user(node.meta.as_ref())
+            .await
+            .context("auth.init_user: cannot create the bootstrap user in meta")?;
+        if let Err(e) = remoting.auth.refresh(node.meta.as_ref()).await {
+            // Checked requests are refused until the refresh service loads them.
+            tracing::warn!(error = %e, "cannot load users and ACLs from meta yet");
+        }
         // The name-server port first; each shard's port is bound when the shard is taken.
         let addr = node.config.listen.namesrv_addr;
         let l = tokio::net::TcpListener::bind(addr)

@@ -232,6 +232,8 @@ pub struct Settings {
     pub tls: TlsSettings,
     /// Broker statistics (mqadmin's figures, per-topic and per-group metrics).
     pub stats: StatsSettings,
+    /// Access control (RocketMQ ACL 2.0): authentication and authorization.
+    pub auth: AuthSettings,
 }
 
 /// Broker statistics.
@@ -251,6 +253,49 @@ impl Default for StatsSettings {
         Self {
             max_keys: 10_000,
             metrics_label_cap: 1000,
+        }
+    }
+}
+
+/// Access control: signed requests (authentication) and users' policies (authorization),
+/// the users and ACLs kept in meta (`docs/acl.md`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuthSettings {
+    /// Requests must be signed by a known, enabled user (`authenticationEnabled`).
+    pub authentication_enabled: bool,
+    /// Normal users need an ACL entry allowing what they ask (`authorizationEnabled`).
+    pub authorization_enabled: bool,
+    /// Bootstrap super user, created in meta at start unless it exists
+    /// (`initAuthenticationUser`'s username).
+    pub init_user: Option<String>,
+    /// The bootstrap super user's password (its secret key); never printed.
+    pub init_password: Option<String>,
+    /// Key user passwords are encrypted with in meta (AES-256-GCM under its SHA-256);
+    /// needed to store or check any password; never printed. Every node needs the same one.
+    pub encryption_key: Option<String>,
+    /// Request codes neither authenticated nor authorized (`authenticationWhitelist` and
+    /// `authorizationWhitelist`).
+    pub whitelist: Vec<i32>,
+    /// Check name-server requests (routes, cluster info, topic lists, KV config) too; the
+    /// reference's name server checks none. Broker requests are checked on every port.
+    pub namesrv_checks: bool,
+    /// How often the users' and ACLs' version is read from meta.
+    #[serde(with = "humantime_serde")]
+    pub refresh_interval: Duration,
+}
+
+impl Default for AuthSettings {
+    fn default() -> Self {
+        Self {
+            authentication_enabled: false,
+            authorization_enabled: false,
+            init_user: None,
+            init_password: None,
+            encryption_key: None,
+            whitelist: Vec::new(),
+            namesrv_checks: false,
+            refresh_interval: Duration::from_secs(1),
         }
     }
 }
@@ -750,6 +795,37 @@ impl Settings {
                 );
             }
         }
+        if self.auth.init_user.is_some() != self.auth.init_password.is_some()
+            || self.auth.init_user.as_deref().is_some_and(str::is_empty)
+            || self
+                .auth
+                .init_password
+                .as_deref()
+                .is_some_and(str::is_empty)
+        {
+            return bad(
+                "auth.init_user",
+                "auth.init_user and auth.init_password come together, neither empty",
+            );
+        }
+        let auth_on = self.auth.authentication_enabled || self.auth.authorization_enabled;
+        if (self.auth.init_user.is_some() || auth_on) && self.auth.encryption_key.is_none() {
+            return bad(
+                "auth.encryption_key",
+                "auth.init_user and the auth switches need auth.encryption_key (passwords are stored encrypted)",
+            );
+        }
+        if self
+            .auth
+            .encryption_key
+            .as_deref()
+            .is_some_and(|k| k.len() < 16)
+        {
+            return bad("auth.encryption_key", "must be at least 16 characters");
+        }
+        if self.auth.refresh_interval.is_zero() {
+            return bad("auth.refresh_interval", "must be positive");
+        }
         if self.node.id.is_empty()
             || !self
                 .node
@@ -942,6 +1018,14 @@ impl Settings {
         if effective.storage.s3_secret_access_key.is_some() {
             effective.storage.s3_secret_access_key = Some("<hidden>".into());
         }
+        for secret in [
+            &mut effective.auth.init_password,
+            &mut effective.auth.encryption_key,
+        ] {
+            if secret.is_some() {
+                *secret = Some("<hidden>".into());
+            }
+        }
         toml::to_string_pretty(&effective).unwrap_or_else(|e| format!("# cannot render: {e}"))
     }
 }
@@ -1048,6 +1132,32 @@ mod tests {
         s.storage.multipart_threshold = ByteSize::mib(4);
         let err = s.validate().unwrap_err().to_string();
         assert!(err.contains("storage.multipart_threshold"), "{err}");
+    }
+
+    #[test]
+    fn auth_settings_are_checked_and_print_config_hides_their_secrets() {
+        let mut s = Settings::default();
+        assert!(!s.auth.authentication_enabled && !s.auth.authorization_enabled);
+        s.auth.init_user = Some("root".into());
+        let err = s.validate().unwrap_err().to_string();
+        assert!(err.contains("auth.init_user"), "{err}");
+        s.auth.init_password = Some("rootpassword".into());
+        let err = s.validate().unwrap_err().to_string();
+        assert!(err.contains("auth.encryption_key"), "{err}");
+        s.auth.encryption_key = Some("short".into());
+        assert!(s.validate().is_err());
+        s.auth.encryption_key = Some("0123456789abcdef-key".into());
+        s.validate().unwrap();
+        let mut on = Settings::default();
+        on.auth.authorization_enabled = true;
+        let err = on.validate().unwrap_err().to_string();
+        assert!(err.contains("auth.encryption_key"), "{err}");
+        let text = s.to_toml();
+        assert!(
+            !text.contains("rootpassword") && !text.contains("0123456789abcdef"),
+            "{text}"
+        );
+        assert!(text.contains("init_user = \"root\""), "{text}");
     }
 
     #[test]

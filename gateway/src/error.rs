@@ -287,6 +287,12 @@ pub(crate) enum GatewayError {
     /// The client's connection closed while its request waited.
     #[error("connection closed")]
     ConnectionClosed,
+    /// Authentication or authorization refused the request (the reference's remark).
+    #[error("{0}")]
+    AccessDenied(String),
+    /// An ACL admin request the reference answers SYSTEM_ERROR with this remark.
+    #[error("{0}")]
+    AuthAdmin(String),
     /// A JSON body that cannot be encoded.
     #[error("encode body: {0}")]
     EncodeBody(String),

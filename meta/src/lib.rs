@@ -295,6 +295,9 @@ pub trait MetaStore: SegmentCatalog {
     async fn put_kv(&self, namespace: &str, key: &str, value: &str) -> Result<()>;
     /// GET_KV_CONFIG.
     async fn get_kv(&self, namespace: &str, key: &str) -> Result<Option<String>>;
+    /// Every (key, value) of `namespace`, ordered by key (byte order); empty for an
+    /// unknown namespace.
+    async fn list_kv(&self, namespace: &str) -> Result<Vec<(String, String)>>;
     /// DELETE_KV_CONFIG.
     async fn delete_kv(&self, namespace: &str, key: &str) -> Result<()>;
 

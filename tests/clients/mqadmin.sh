@@ -6,6 +6,9 @@
 #   mqadmin.sh VERSION COMMAND [ARGS...] run one mqadmin command, e.g.
 #                                        mqadmin.sh 5.3.3 topicList -n 127.0.0.1:9876
 #
+# MQADMIN_HOME, when set, is the tools' home instead of mqadmin/<version>/home: its
+# conf/tools.yml (accessKey, secretKey) signs every request (ACL).
+#
 # Jars live in tests/clients/mqadmin/<version>/lib. mqadmin exits 0 even when a command
 # fails: callers read its output.
 set -euo pipefail
@@ -46,8 +49,9 @@ case ${1:?usage: mqadmin.sh install [VERSION...] | mqadmin.sh VERSION COMMAND [A
     shift
     install_one "$v" >&2
     dir="$here/mqadmin/$v"
+    home=${MQADMIN_HOME:-$dir/home}
     exec java -Xms64m -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
-      -Drocketmq.home.dir="$dir/home" -Duser.home="$dir/home" \
+      -Drocketmq.home.dir="$home" -Duser.home="$home" \
       -Drocketmq.client.logUseSlf4j=false -Drocketmq.client.logLevel=ERROR \
       -cp "$dir/lib/*" org.apache.rocketmq.tools.command.MQAdminStartup "$@"
     ;;

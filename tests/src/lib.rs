@@ -421,6 +421,18 @@ pub fn mqadmin_installed(version: &str) -> bool {
 /// command failed, so callers check the text. `None` when that version is not installed
 /// and clients are not required (`STRATUS_REQUIRE_CLIENTS`).
 pub fn mqadmin(version: &str, namesrv: &str, command: &[&str]) -> anyhow::Result<Option<String>> {
+    mqadmin_as(version, namesrv, command, None)
+}
+
+/// Runs `mqadmin` like [`mqadmin`], signing every request as `credentials` (access key,
+/// secret key) when given: through a tools home of its own (a temporary directory) whose
+/// `conf/tools.yml` holds them, as rocketmq-tools reads its ACL credentials.
+pub fn mqadmin_as(
+    version: &str,
+    namesrv: &str,
+    command: &[&str],
+    credentials: Option<(&str, &str)>,
+) -> anyhow::Result<Option<String>> {
     if !mqadmin_installed(version) {
         anyhow::ensure!(
             !clients_required(),
@@ -431,9 +443,27 @@ pub fn mqadmin(version: &str, namesrv: &str, command: &[&str]) -> anyhow::Result
     }
     let script = workspace_root().join("tests/clients/mqadmin.sh");
     let mut cmd = Command::new("bash");
+    let home = match credentials {
+        Some((ak, sk)) => {
+            let home = tempfile::tempdir()?;
+            std::fs::create_dir_all(home.path().join("conf"))?;
+            std::fs::write(
+                home.path().join("conf/tools.yml"),
+                format!("accessKey: {ak}\nsecretKey: {sk}\n"),
+            )?;
+            std::fs::write(
+                home.path().join("conf/logback_tools.xml"),
+                "<configuration><root level=\"OFF\"/></configuration>\n",
+            )?;
+            cmd.env("MQADMIN_HOME", home.path());
+            Some(home)
+        }
+        None => None,
+    };
     cmd.arg(script).arg(version).arg(command[0]);
     cmd.args(&command[1..]).arg("-n").arg(namesrv);
     let out = cmd.output()?;
+    drop(home);
     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
     text.push_str(&String::from_utf8_lossy(&out.stderr));
     Ok(Some(text))

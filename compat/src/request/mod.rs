@@ -6,6 +6,7 @@
 //! `ext_fields`.
 
 pub mod admin;
+pub mod auth;
 pub mod consumer;
 pub mod group;
 pub mod heartbeat;

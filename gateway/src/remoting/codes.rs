@@ -28,6 +28,7 @@ impl GatewayError {
             | Self::ReplyNotPushed(_)
             | Self::StatsNotExist { .. }
             | Self::ConnectionClosed
+            | Self::AuthAdmin(_)
             | Self::ProducerGroupNotExist { .. } => ResponseCode::SystemError,
             Self::ConsumerTimeout { .. } => ResponseCode::ConsumeMsgTimeout,
             Self::ConsumerNotOnline { .. } | Self::GroupNotOnline { .. } => {
@@ -36,9 +37,9 @@ impl GatewayError {
             Self::SubscriptionGroupNotExist { .. } | Self::PullGroupNotExist { .. } => {
                 ResponseCode::SubscriptionGroupNotExist
             }
-            Self::ConfigNotUpdatable { .. } | Self::GroupConsumeDisabled { .. } => {
-                ResponseCode::NoPermission
-            }
+            Self::ConfigNotUpdatable { .. }
+            | Self::GroupConsumeDisabled { .. }
+            | Self::AccessDenied(_) => ResponseCode::NoPermission,
             Self::NoTopicInBroker { .. } => ResponseCode::TopicNotExist,
             Self::TopicName(_)
             | Self::InvalidParameter(_)

@@ -103,6 +103,20 @@ pub(crate) fn handle(
     tracing::trace!(parent: &span, "request");
     let rmq = rmq.clone();
     let ch = channel.clone();
+    // Access control, once, before any processor (sends included).
+    if rmq.auth.active()
+        && let Err(e) = rmq.auth.check(&cmd, ch.peer.ip())
+    {
+        tasks.spawn(
+            async move {
+                permit.work_done();
+                reply.send(&ch, Err(e)).await;
+                drop(permit);
+            }
+            .instrument(span),
+        );
+        return;
+    }
     match code {
         RequestCode::SendMessage | RequestCode::SendMessageV2 | RequestCode::SendBatchMessage => {
             processor::reply::note_request(&rmq, &ch, &cmd);
@@ -220,6 +234,16 @@ async fn route(
         C::GetSystemTopicListFromNs => processor::topic_admin::from_namesrv(rmq),
         C::GetSystemTopicListFromBroker => processor::topic_admin::from_broker(rmq, ch, &cmd),
         C::QueryMessage => processor::query::query_message(rmq, ch, &cmd).await,
+        C::AuthCreateUser
+        | C::AuthUpdateUser
+        | C::AuthDeleteUser
+        | C::AuthGetUser
+        | C::AuthListUser
+        | C::AuthCreateAcl
+        | C::AuthUpdateAcl
+        | C::AuthDeleteAcl
+        | C::AuthGetAcl
+        | C::AuthListAcl => processor::auth::handle(rmq, code, &cmd).await,
         other => Err(GatewayError::NotSupported {
             code: other.to_i32(),
         }),

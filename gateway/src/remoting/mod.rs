@@ -7,6 +7,7 @@
 //! codes, once. The front end's own state — client channels by group ([`registry`]),
 //! orderly queue locks ([`locks`]) and transactions being ended — lives in [`Remoting`].
 
+pub(crate) mod auth;
 pub(crate) mod codes;
 pub(crate) mod dispatch;
 pub(crate) mod filter;
@@ -48,6 +49,8 @@ pub(crate) struct Remoting {
     pub(crate) resets: processor::reset::ResetFences,
     /// Subscription groups (meta's, cached for heartbeats).
     pub(crate) groups: groups::Groups,
+    /// Access control: users and ACLs as last loaded from meta.
+    pub(crate) auth: auth::Auth,
 }
 
 impl Remoting {
@@ -55,13 +58,14 @@ impl Remoting {
     pub(crate) fn new(node: Arc<Node>) -> Arc<Self> {
         let groups = groups::Groups::new(node.config.broker.auto_create_subscription_group);
         Arc::new(Self {
-            node,
             registry: registry::Registry::default(),
             transactions: rewrite::transaction::Transactions::default(),
             locks: locks::QueueLocks::default(),
             order_confs: processor::route::OrderConfs::default(),
             resets: processor::reset::ResetFences::default(),
             groups,
+            auth: auth::Auth::new(&node.config.auth, &node.config.node.cluster_name),
+            node,
         })
     }
 

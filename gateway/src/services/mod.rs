@@ -14,7 +14,9 @@
 //! | [`metrics_http`] | serves `/metrics` |
 //! | [`tls_reload`] | reads the TLS certificate and key again when they change |
 //! | [`stats`] | samples the broker statistics |
+//! | [`auth_refresh`] | reloads users and ACLs when their version in meta changes |
 
+pub(crate) mod auth_refresh;
 pub(crate) mod delay;
 pub(crate) mod housekeeping;
 pub(crate) mod membership;
@@ -49,6 +51,9 @@ pub(crate) fn start(
     t.spawn(timers::run(node.clone(), token()));
     t.spawn(transaction_check::run(remoting.clone(), token()));
     t.spawn(housekeeping::run(remoting.clone(), token()));
+    if remoting.auth.active() {
+        t.spawn(auth_refresh::run(remoting.clone(), token()));
+    }
     if let Some(tls) = &node.tls {
         t.spawn(tls_reload::run(node.clone(), tls.clone(), token()));
     }

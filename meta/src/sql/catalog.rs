@@ -305,6 +305,21 @@ pub(crate) async fn get_kv<D: Dialect>(
         .map_err(D::db_err("get kv config"))
 }
 
+pub(crate) async fn list_kv<D: Dialect>(
+    pool: &Pool<D>,
+    namespace: &str,
+) -> Result<Vec<(String, String)>> {
+    let mut rows = sqlx::query("SELECT kv_key, kv_value FROM kv_config WHERE namespace = $1")
+        .arg(namespace)
+        .try_map(|r: D::Row| Ok((r.text(0)?, r.text(1)?)))
+        .fetch_all(D::on_pool(pool))
+        .await
+        .map_err(D::db_err("list kv config"))?;
+    // Byte order whatever the database's collation.
+    rows.sort_unstable();
+    Ok(rows)
+}
+
 pub(crate) async fn delete_kv<D: Dialect>(
     pool: &Pool<D>,
     namespace: &str,

@@ -281,6 +281,10 @@ impl<D: Dialect> MetaStore for SqlMeta<D> {
         catalog::get_kv(&self.reader, namespace, key).await
     }
 
+    async fn list_kv(&self, namespace: &str) -> Result<Vec<(String, String)>> {
+        catalog::list_kv(&self.reader, namespace).await
+    }
+
     async fn delete_kv(&self, namespace: &str, key: &str) -> Result<()> {
         catalog::delete_kv(&self.writer, namespace, key).await
     }

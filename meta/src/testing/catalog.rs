@@ -89,6 +89,27 @@ pub(super) async fn create_topic_if_absent_returns_the_stored_config(store: &dyn
     );
 }
 
+pub(super) async fn kv_list_by_namespace(store: &dyn MetaStore) {
+    let (ns, other) = ("list-ns", "list-ns-other");
+    assert!(store.list_kv(ns).await.expect("list").is_empty(), "unknown");
+    store.put_kv(ns, "b", "2").await.expect("put");
+    store.put_kv(ns, "a", "1").await.expect("put");
+    store.put_kv(ns, "c", "3").await.expect("put");
+    store.put_kv(other, "a", "x").await.expect("put other");
+    store.put_kv(ns, "b", "22").await.expect("overwrite");
+    store.delete_kv(ns, "c").await.expect("delete");
+    let kv = |k: &str, v: &str| (k.to_owned(), v.to_owned());
+    assert_eq!(
+        store.list_kv(ns).await.expect("list"),
+        vec![kv("a", "1"), kv("b", "22")],
+        "ordered by key, this namespace only, overwrites and deletes applied"
+    );
+    assert_eq!(
+        store.list_kv(other).await.expect("list"),
+        vec![kv("a", "x")]
+    );
+}
+
 pub(super) async fn kv_put_get_delete(store: &dyn MetaStore) {
     let (ns, other) = ("conf-ns", "conf-ns-other");
     assert_eq!(

@@ -46,6 +46,7 @@ pub async fn run_all(store: &dyn MetaStore) {
     catalog::topic_put_get_list_delete(store).await;
     catalog::create_topic_if_absent_returns_the_stored_config(store).await;
     catalog::kv_put_get_delete(store).await;
+    catalog::kv_list_by_namespace(store).await;
     catalog::subscription_groups_put_get_list(store).await;
     catalog::subscription_groups_delete_keeps_offsets_until_asked(store).await;
     catalog::consumer_offsets_upsert_and_read(store).await;

@@ -148,6 +148,8 @@ func produce(args []string) int {
 	idPrefix := fs.String("id-prefix", "m", "")
 	delayLevel := fs.Int("delay-level", 0, "message delay level (not with --mode batch)")
 	shardingKeys := fs.Int("sharding-key-count", 0, "hash queue selector over sharding key i%K (--mode sync)")
+	accessKey := fs.String("access-key", "", "ACL access key (signs every request)")
+	secretKey := fs.String("secret-key", "", "ACL secret key")
 	_ = fs.Parse(args)
 	requireFlags(fs, "namesrv", "topic", "group", "count", "mode", "tag", "keys-prefix", "body-size")
 	if *delayLevel < 0 || (*delayLevel > 0 && *mode == "batch") {
@@ -171,6 +173,9 @@ func produce(args []string) int {
 		producer.WithInstanceName(fmt.Sprintf("stratus-%d", os.Getpid())),
 		producer.WithSendMsgTimeout(10*time.Second),
 		producer.WithRetry(2),
+	}
+	if *accessKey != "" {
+		opts = append(opts, producer.WithCredentials(primitive.Credentials{AccessKey: *accessKey, SecretKey: *secretKey}))
 	}
 	if *shardingKeys > 0 {
 		// FNV-1a of the message's sharding key modulo the queue count.
@@ -400,6 +405,8 @@ func consume(args []string) int {
 	failTimes := fs.Int("fail-times", 0, "reject a message while its reconsumeTimes < N")
 	maxReconsume := fs.Int("max-reconsume", -1, "max reconsume times before the DLQ")
 	orderly := fs.Bool("orderly", false, "orderly listener")
+	accessKey := fs.String("access-key", "", "ACL access key (signs every request)")
+	secretKey := fs.String("secret-key", "", "ACL secret key")
 	_ = fs.Parse(args)
 	requireFlags(fs, "namesrv", "topic", "group", "expect", "timeout-secs")
 
@@ -427,6 +434,9 @@ func consume(args []string) int {
 		consumer.WithInstance(fmt.Sprintf("stratus-%d", os.Getpid())),
 		consumer.WithConsumerModel(mm),
 		consumer.WithConsumeFromWhere(where),
+	}
+	if *accessKey != "" {
+		opts = append(opts, consumer.WithCredentials(primitive.Credentials{AccessKey: *accessKey, SecretKey: *secretKey}))
 	}
 	if *maxReconsume >= 0 {
 		opts = append(opts, consumer.WithMaxReconsumeTimes(int32(*maxReconsume)))

@@ -125,6 +125,11 @@ pub(crate) async fn kv(
         key,
         value,
     } = KvConfigHeader::from_command(cmd)?;
+    if crate::remoting::auth::is_reserved_namespace(&namespace) {
+        return Err(GatewayError::AccessDenied(format!(
+            "the KV namespace {namespace} is reserved for access control"
+        )));
+    }
     match code {
         RequestCode::PutKvConfig => {
             let value = value.ok_or(GatewayError::Header(stratus_compat::HeaderError::Missing(

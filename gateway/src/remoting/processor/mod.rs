@@ -2,6 +2,7 @@
 //! an error that `dispatch` maps to a code); none touches the socket.
 
 pub(crate) mod admin;
+pub(crate) mod auth;
 pub(crate) mod broker_config;
 pub(crate) mod client;
 pub(crate) mod group;

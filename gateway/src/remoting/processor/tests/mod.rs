@@ -1,6 +1,7 @@
 //! Processor tests against the test core (`remoting::testing`): one file per request
 //! family.
 
+mod auth;
 mod client;
 mod groups;
 mod offset;

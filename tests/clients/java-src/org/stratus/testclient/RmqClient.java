@@ -14,12 +14,15 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.zip.CRC32;
 
+import org.apache.rocketmq.acl.common.AclClientRPCHook;
+import org.apache.rocketmq.acl.common.SessionCredentials;
 import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.ConsumeOrderlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerOrderly;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
+import org.apache.rocketmq.client.consumer.rebalance.AllocateMessageQueueAveragely;
 import org.apache.rocketmq.client.impl.factory.MQClientInstance;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.LocalTransactionState;
@@ -35,6 +38,7 @@ import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
+import org.apache.rocketmq.remoting.RPCHook;
 
 /**
  * Stratus test client over the Apache RocketMQ Java remoting client.
@@ -82,6 +86,11 @@ public final class RmqClient {
 
     static String errText(Throwable t) {
         String m = t.getClass().getSimpleName() + ": " + t.getMessage();
+        Throwable cause = t.getCause();
+        if (cause != null && cause != t) {
+            // A retried send's own failure (e.g. the broker's NO_PERMISSION remark) is the cause.
+            m += " | cause " + cause.getClass().getSimpleName() + ": " + cause.getMessage();
+        }
         return m.length() > 500 ? m.substring(0, 500) : m;
     }
 
@@ -120,6 +129,15 @@ public final class RmqClient {
     static String opt(Map<String, String> m, String k, String d) {
         String v = m.get(k);
         return v == null ? d : v;
+    }
+
+    /** ACL signing (--access-key/--secret-key), or null without credentials. */
+    static RPCHook aclHook(Map<String, String> m) {
+        String ak = m.get("access-key");
+        if (ak == null) {
+            return null;
+        }
+        return new AclClientRPCHook(new SessionCredentials(ak, req(m, "secret-key")));
     }
 
     static void usage(String why) {
@@ -215,7 +233,7 @@ public final class RmqClient {
             throw new IllegalArgumentException("--sharding-key-count needs K >= 1 and --mode sync");
         }
 
-        DefaultMQProducer producer = new DefaultMQProducer(group);
+        DefaultMQProducer producer = new DefaultMQProducer(group, aclHook(m));
         producer.setNamesrvAddr(namesrv);
         producer.setSendMsgTimeout(10000);
         producer.setVipChannelEnabled(Boolean.parseBoolean(opt(m, "vip", "false")));
@@ -583,7 +601,8 @@ public final class RmqClient {
         int maxReconsume = Integer.parseInt(opt(m, "max-reconsume", "-1"));
         boolean orderly = m.containsKey("orderly");
 
-        DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group);
+        DefaultMQPushConsumer consumer =
+            new DefaultMQPushConsumer(group, aclHook(m), new AllocateMessageQueueAveragely());
         consumer.setNamesrvAddr(namesrv);
         consumer.setVipChannelEnabled(Boolean.parseBoolean(opt(m, "vip", "false")));
         consumer.setPollNameServerInterval(Integer.parseInt(opt(m, "poll-namesrv-ms", "30000")));
@@ -658,7 +677,7 @@ public final class RmqClient {
         int expect = Integer.parseInt(req(m, "expect"));
         long timeout = Long.parseLong(req(m, "timeout-secs"));
 
-        DefaultLitePullConsumer consumer = new DefaultLitePullConsumer(group);
+        DefaultLitePullConsumer consumer = new DefaultLitePullConsumer(group, aclHook(m));
         consumer.setNamesrvAddr(namesrv);
         consumer.setVipChannelEnabled(Boolean.parseBoolean(opt(m, "vip", "false")));
         consumer.setInstanceName("stratus-" + ProcessHandle.current().pid());
