@@ -10,9 +10,13 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use stratus_compat::RequestCode;
+use stratus_compat::client::RemotingClient;
+use stratus_compat::command::RemotingCommand;
+use stratus_compat::request::stats::ConsumeStats;
 use stratus_tests::{
     ClientRun, Node, args, client_installed, clients_required, free_port, free_shard_base,
-    run_client,
+    run_client, shard_port,
 };
 
 const SHARDS: u16 = 3;
@@ -25,6 +29,34 @@ fn strings(v: &Value) -> Vec<String> {
         .iter()
         .map(|s| s.as_str().unwrap().to_owned())
         .collect()
+}
+
+/// The consumer offsets of DashCG on DashT summed over every shard (GET_CONSUME_STATS asked
+/// at each shard's port).
+fn committed(rt: &tokio::runtime::Runtime, base: u16) -> i64 {
+    rt.block_on(async {
+        let mut sum = 0;
+        for s in 0..SHARDS {
+            let addr: SocketAddr = format!("127.0.0.1:{}", shard_port(base, s))
+                .parse()
+                .unwrap();
+            let c = RemotingClient::connect(addr).await.unwrap();
+            let mut cmd = RemotingCommand::request(RequestCode::GetConsumeStats.to_i32(), 0);
+            cmd.put_ext("consumerGroup", "DashCG");
+            cmd.put_ext("topic", "DashT");
+            let resp = c.invoke(cmd, Duration::from_secs(10)).await.unwrap();
+            if resp.code != 0 {
+                return 0;
+            }
+            let stats = ConsumeStats::decode(std::str::from_utf8(&resp.body).unwrap()).unwrap();
+            sum += stats
+                .offset_table
+                .iter()
+                .map(|(_, w)| w.consumer_offset)
+                .sum::<i64>();
+        }
+        sum
+    })
 }
 
 #[test]
@@ -139,8 +171,16 @@ fn dashboard_pages_answer_with_the_data_the_test_produced() {
     )
     .unwrap();
     live.wait_for("sent", Duration::from_secs(60)).unwrap();
-    // Consumer offsets reach the brokers every 5 s (the client's persist interval).
-    std::thread::sleep(Duration::from_secs(7));
+    // Consumer offsets reach the brokers every 5 s (the client's persist interval): wait
+    // until every shard has the group's offsets at the end of its queues.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while committed(&rt, base) < SENT as i64 {
+        assert!(
+            Instant::now() < deadline,
+            "the consumer's offsets were not committed"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
 
     let (code, events) = run_client(
         "java5",

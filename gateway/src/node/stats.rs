@@ -26,6 +26,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use parking_lot::{Mutex, RwLock};
+use stratus_meta::ShardId;
 
 /// Messages put, by topic.
 pub(crate) const TOPIC_PUT_NUMS: &str = "TOPIC_PUT_NUMS";
@@ -72,6 +73,19 @@ const DAY_SAMPLES: usize = 25;
 /// Store samples are taken every second; 601 cover the longest rate (600 s).
 const STORE_SAMPLES: usize = 601;
 const DAY_MS: i64 = 86_400_000;
+
+/// The item key of a per-topic or per-group statistic on `shard`: every shard is a broker
+/// of its own, so each answers VIEW_BROKER_STATS_DATA and consume rates with its own
+/// figures (the Dashboard and mqadmin sum them over brokers).
+pub(crate) fn shard_key(shard: ShardId, key: &str) -> String {
+    format!("{}/{key}", shard.0)
+}
+
+/// The statistic key of an item key (`shard_key`), without its shard; keys without one
+/// (the overflow key) as they are.
+pub(crate) fn unshard_key(key: &str) -> &str {
+    key.split_once('/').map_or(key, |(_, k)| k)
+}
 
 /// The `topic@group` key of the group stats.
 pub(crate) fn group_key(topic: &str, group: &str) -> String {
@@ -401,15 +415,30 @@ impl Stats {
             .unwrap_or(&self.sets[0])
     }
 
-    /// `name`'s item for `key` (VIEW_BROKER_STATS_DATA).
-    pub(crate) fn item(&self, name: &str, key: &str) -> Option<Arc<StatsItem>> {
-        self.set(name)?.get(key)
+    /// `name`'s item for `key` on `shard` (VIEW_BROKER_STATS_DATA); the BROKER_* items
+    /// (keyed by the cluster name) are the node's.
+    pub(crate) fn item(&self, name: &str, shard: ShardId, key: &str) -> Option<Arc<StatsItem>> {
+        let set = self.set(name)?;
+        set.get(&shard_key(shard, key)).or_else(|| {
+            // Node-wide items: the BROKER_* counters and the overflow of every shard.
+            (name == BROKER_PUT_NUMS || name == BROKER_GET_NUMS || key == OVERFLOW_KEY)
+                .then(|| set.get(key))
+                .flatten()
+        })
     }
 
     /// A send of `messages` messages and `bytes` body bytes to `topic` was stored.
-    pub(crate) fn on_put(&self, topic: &str, messages: u64, bytes: u64, took_ms: u64) {
-        self.named(TOPIC_PUT_NUMS).add(topic, messages, 1);
-        self.named(TOPIC_PUT_SIZE).add(topic, bytes, 1);
+    pub(crate) fn on_put(
+        &self,
+        shard: ShardId,
+        topic: &str,
+        messages: u64,
+        bytes: u64,
+        took_ms: u64,
+    ) {
+        let key = shard_key(shard, topic);
+        self.named(TOPIC_PUT_NUMS).add(&key, messages, 1);
+        self.named(TOPIC_PUT_SIZE).add(&key, bytes, 1);
         self.named(BROKER_PUT_NUMS).add(&self.cluster, messages, 1);
         let s = &self.store;
         s.put_times.fetch_add(messages, Ordering::Relaxed);
@@ -433,7 +462,15 @@ impl Stats {
 
     /// A pull of `group` on `topic` returned `messages` messages of `bytes` bytes (0: it
     /// found nothing) after `took_ms`.
-    pub(crate) fn on_get(&self, topic: &str, group: &str, messages: u64, bytes: u64, took_ms: u64) {
+    pub(crate) fn on_get(
+        &self,
+        shard: ShardId,
+        topic: &str,
+        group: &str,
+        messages: u64,
+        bytes: u64,
+        took_ms: u64,
+    ) {
         let s = &self.store;
         s.get_max_ms.fetch_max(took_ms, Ordering::Relaxed);
         if messages == 0 {
@@ -442,7 +479,7 @@ impl Stats {
         }
         s.get_found.fetch_add(1, Ordering::Relaxed);
         s.transferred.fetch_add(messages, Ordering::Relaxed);
-        let key = group_key(topic, group);
+        let key = shard_key(shard, &group_key(topic, group));
         self.named(GROUP_GET_NUMS).add(&key, messages, 1);
         self.named(GROUP_GET_SIZE).add(&key, bytes, 1);
         self.named(GROUP_GET_LATENCY).add(&key, took_ms, 1);
@@ -454,8 +491,8 @@ impl Stats {
 
     /// A consumer sent a message of `topic` back for `group`; `to_dlq` when it went to the
     /// group's dead-letter topic.
-    pub(crate) fn on_send_back(&self, topic: &str, group: &str, to_dlq: bool) {
-        let key = group_key(topic, group);
+    pub(crate) fn on_send_back(&self, shard: ShardId, topic: &str, group: &str, to_dlq: bool) {
+        let key = shard_key(shard, &group_key(topic, group));
         self.named(SNDBCK_PUT_NUMS).add(&key, 1, 1);
         if to_dlq {
             self.named(DLQ_PUT_NUMS).add(&key, 1, 1);
@@ -654,9 +691,9 @@ mod tests {
     fn the_minute_window_is_the_growth_over_its_samples() {
         let s = Stats::new("c", 100, T0);
         s.tick(T0);
-        s.on_put("T", 10, 1000, 1);
-        s.on_put("T", 20, 2000, 1);
-        let item = s.item(TOPIC_PUT_NUMS, "T").unwrap();
+        s.on_put(ShardId(0), "T", 10, 1000, 1);
+        s.on_put(ShardId(0), "T", 20, 2000, 1);
+        let item = s.item(TOPIC_PUT_NUMS, ShardId(0), "T").unwrap();
         // One tick: the zero sample 10 s back and this one.
         s.tick(T0 + 10_000);
         let m = item.minute();
@@ -675,23 +712,41 @@ mod tests {
         assert_eq!(item.day().sum, 0);
         s.tick(T0 + 3_600_000);
         assert_eq!(item.day().sum, 30);
-        let size = s.item(TOPIC_PUT_SIZE, "T").unwrap();
+        let size = s.item(TOPIC_PUT_SIZE, ShardId(0), "T").unwrap();
         assert_eq!(size.day().sum, 3000);
-        assert!(s.item(TOPIC_PUT_NUMS, "U").is_none());
-        assert!(s.item("NO_SUCH_STATS", "T").is_none());
+        assert!(s.item(TOPIC_PUT_NUMS, ShardId(0), "U").is_none());
+        assert!(s.item("NO_SUCH_STATS", ShardId(0), "T").is_none());
     }
 
     #[test]
     fn gets_count_by_topic_and_group_and_misses_only_in_the_store_counters() {
         let s = Stats::new("c", 100, T0);
         s.tick(T0);
-        s.on_get("T", "g", 5, 50, 2);
-        s.on_get("T", "g", 0, 0, 0);
-        s.on_get("RMQ_SYS_TRACE_TOPIC", "g", 1, 10, 0);
+        s.on_get(ShardId(0), "T", "g", 5, 50, 2);
+        s.on_get(ShardId(0), "T", "g", 0, 0, 0);
+        s.on_get(ShardId(0), "RMQ_SYS_TRACE_TOPIC", "g", 1, 10, 0);
         s.tick(T0 + 10_000);
-        assert_eq!(s.item(GROUP_GET_NUMS, "T@g").unwrap().minute().sum, 5);
-        assert_eq!(s.item(GROUP_GET_SIZE, "T@g").unwrap().minute().sum, 50);
-        assert_eq!(s.item(BROKER_GET_NUMS, "c").unwrap().minute().sum, 6);
+        assert_eq!(
+            s.item(GROUP_GET_NUMS, ShardId(0), "T@g")
+                .unwrap()
+                .minute()
+                .sum,
+            5
+        );
+        assert_eq!(
+            s.item(GROUP_GET_SIZE, ShardId(0), "T@g")
+                .unwrap()
+                .minute()
+                .sum,
+            50
+        );
+        assert_eq!(
+            s.item(BROKER_GET_NUMS, ShardId(0), "c")
+                .unwrap()
+                .minute()
+                .sum,
+            6
+        );
         let v = s.store_view();
         assert_eq!(v.get_today_now, 5, "system topics are left out");
         // Store rates: two samples 10 s apart, 2 found gets and 1 miss between them.
@@ -704,15 +759,15 @@ mod tests {
     fn keys_past_the_cap_are_folded_into_one() {
         let s = Stats::new("c", 3, T0);
         for i in 0..10 {
-            s.on_put(&format!("T{i}"), 1, 1, 0);
+            s.on_put(ShardId(0), &format!("T{i}"), 1, 1, 0);
         }
         let set = s.set(TOPIC_PUT_NUMS).unwrap();
         assert_eq!(set.len(), 4, "three keys and the overflow key");
         assert_eq!(set.get(OVERFLOW_KEY).unwrap().value(), 7);
-        assert!(set.get("T9").is_none());
+        assert!(set.get("0/T9").is_none());
         // A known key keeps counting under its own name.
-        s.on_put("T0", 5, 1, 0);
-        assert_eq!(set.get("T0").unwrap().value(), 6);
+        s.on_put(ShardId(0), "T0", 5, 1, 0);
+        assert_eq!(set.get("0/T0").unwrap().value(), 6);
     }
 
     #[test]
@@ -720,11 +775,11 @@ mod tests {
         let midnight = (T0 / DAY_MS + 1) * DAY_MS;
         let s = Stats::new("c", 100, T0);
         s.tick(midnight - 5000);
-        s.on_put("T", 7, 70, 0);
+        s.on_put(ShardId(0), "T", 7, 70, 0);
         s.tick(midnight - 1000);
         assert_eq!(s.store_view().put_today_morning, 0);
         s.tick(midnight + 1000);
-        s.on_put("T", 3, 30, 0);
+        s.on_put(ShardId(0), "T", 3, 30, 0);
         let v = s.store_view();
         assert_eq!(v.put_today_morning, 7);
         assert_eq!(v.put_yesterday_morning, 0);
@@ -740,14 +795,14 @@ mod tests {
         assert_eq!(s.store_view().put_tps, [0.0; 3]);
         s.tick(T0);
         for i in 1..=5 {
-            s.on_put("T", 10, 1, 0);
+            s.on_put(ShardId(0), "T", 10, 1, 0);
             s.tick(T0 + i * 1000);
         }
         let v = s.store_view();
         assert_eq!(v.put_tps, [10.0, 10.0, 10.0]);
         assert_eq!(v.put_times, 50);
         assert!(s.put_distribution().starts_with("[<=0ms]:5 [0~10ms]:0 "));
-        s.on_put("T", 1, 1, 700);
+        s.on_put(ShardId(0), "T", 1, 1, 700);
         assert_eq!(s.put_latency(0.5), 0.0);
         assert_eq!(s.put_latency(0.99), 1000.0);
     }

@@ -199,7 +199,7 @@ async fn route(
         }
         C::GetAllTopicConfig => processor::admin::all_topic_config(rmq),
         C::GetBrokerRuntimeInfo => processor::stats::runtime_info(rmq, ch, &cmd).await,
-        C::ViewBrokerStatsData => processor::stats::view_broker_stats_data(rmq, &cmd),
+        C::ViewBrokerStatsData => processor::stats::view_broker_stats_data(rmq, ch, &cmd),
         C::GetConsumeStats => processor::stats::consume_stats(rmq, ch, &cmd).await,
         C::GetBrokerConsumeStats => processor::stats::broker_consume_stats(rmq, ch, &cmd).await,
         C::GetAllProducerInfo => processor::stats::all_producer_info(rmq),

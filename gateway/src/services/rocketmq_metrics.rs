@@ -80,7 +80,10 @@ fn family(name: &str, help: &str, kind: MetricType, metrics: Vec<Metric>) -> Met
 }
 
 /// Splits a `topic@group` key (names cannot hold `@`).
+/// (topic, group) of a `topic@group` item key, without its shard (metrics are the node's:
+/// a series sums the node's shards).
 fn split_key(key: &str) -> (&str, &str) {
+    let key = crate::node::stats::unshard_key(key);
     key.split_once('@').unwrap_or((key, ""))
 }
 
@@ -95,7 +98,7 @@ fn folded(node: &Node, name: &str, grouped: bool, cap: usize) -> BTreeMap<(Strin
         let (topic, group) = if grouped {
             split_key(&key)
         } else {
-            (key.as_str(), "")
+            (crate::node::stats::unshard_key(&key), "")
         };
         let k = if over {
             (
@@ -307,11 +310,11 @@ mod tests {
     async fn families_carry_the_reference_names_and_fold_past_the_cap() {
         let t = crate::node::testing::node_with(|s| s.stats.metrics_label_cap = 2).await;
         let s = &t.node.stats;
-        s.on_put("A", 3, 30, 0);
-        s.on_put("B", 1, 10, 0);
-        s.on_put("C", 2, 20, 0);
-        s.on_put("D", 5, 50, 0);
-        s.on_get("A", "g", 2, 20, 0);
+        s.on_put(stratus_meta::ShardId(0), "A", 3, 30, 0);
+        s.on_put(stratus_meta::ShardId(0), "B", 1, 10, 0);
+        s.on_put(stratus_meta::ShardId(0), "C", 2, 20, 0);
+        s.on_put(stratus_meta::ShardId(0), "D", 5, 50, 0);
+        s.on_get(stratus_meta::ShardId(0), "A", "g", 2, 20, 0);
         let f = families(&t.node).await;
         let by_name: HashMap<&str, &MetricFamily> = f.iter().map(|f| (f.name(), f)).collect();
         let inn = by_name["rocketmq_messages_in_total"];

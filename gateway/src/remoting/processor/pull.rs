@@ -155,6 +155,7 @@ pub(crate) async fn handle_holding(
         }
     }
     rmq.node.stats.on_get(
+        shard,
         &h.topic,
         &h.consumer_group,
         u64::try_from(attempt.messages).unwrap_or(u64::MAX),

@@ -149,12 +149,13 @@ pub(crate) async fn complete(
     // Not durable in time: FLUSH_DISK_TIMEOUT carries the send header, as the reference's
     // does (clients decode it and report SendStatus.FLUSH_DISK_TIMEOUT); the message may
     // still become durable. Every other failure is an error answer.
+    let shard = ticket.shard;
     let durable = ticket.durable().await;
     let stats = &rmq.node.stats;
     match (&durable, put) {
         (Ok(()), Some(p)) => {
             let took = u64::try_from(p.started.elapsed().as_millis()).unwrap_or(u64::MAX);
-            stats.on_put(&p.topic, messages, p.bytes, took);
+            stats.on_put(shard, &p.topic, messages, p.bytes, took);
         }
         (Ok(()), None) => {}
         (Err(_), _) => stats.on_put_failed(),

@@ -3,8 +3,9 @@
 //! (28), from the node's counters (`node/stats.rs`). Mirrors the same codes of
 //! `AdminBrokerProcessor`.
 //!
-//! The figures are the node's: with several shards on one node, each shard's broker row
-//! shows its node's rates.
+//! Per-topic and per-group figures (315, consume rates) are the asked shard's own, as each
+//! shard is a broker; the runtime figures of 28 (store rates, day totals) are the node's,
+//! so with several shards on one node each shard's row shows its node's.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -42,13 +43,16 @@ fn item(s: Snapshot) -> BrokerStatsItem {
 /// VIEW_BROKER_STATS_DATA (315): one counter's minute, hour and day windows.
 pub(crate) fn view_broker_stats_data(
     rmq: &Arc<Remoting>,
+    ch: &Channel,
     cmd: &RemotingCommand,
 ) -> Result<RemotingCommand> {
     let h = ViewBrokerStatsDataRequestHeader::from_command(cmd)?;
+    // The asked broker's own figures: the shard of the port it came in on.
+    let shard = rmq.node.shards.require(None, ch.shard)?;
     let it = rmq
         .node
         .stats
-        .item(&h.stats_name, &h.stats_key)
+        .item(&h.stats_name, shard, &h.stats_key)
         .ok_or_else(|| GatewayError::StatsNotExist {
             name: h.stats_name.clone(),
             key: h.stats_key.clone(),
@@ -63,10 +67,10 @@ pub(crate) fn view_broker_stats_data(
 }
 
 /// The group's get rate on `topic` over the last minute (`tpsGroupGetNums`).
-fn consume_tps(rmq: &Remoting, group: &str, topic: &str) -> f64 {
+fn consume_tps(rmq: &Remoting, shard: ShardId, group: &str, topic: &str) -> f64 {
     rmq.node
         .stats
-        .item(GROUP_GET_NUMS, &group_key(topic, group))
+        .item(GROUP_GET_NUMS, shard, &group_key(topic, group))
         .map_or(0.0, |i| i.minute().tps)
 }
 
@@ -146,7 +150,7 @@ async fn topic_stats(
             },
         ));
     }
-    out.consume_tps += consume_tps(rmq, group, topic);
+    out.consume_tps += consume_tps(rmq, shard, group, topic);
     Ok(())
 }
 

@@ -100,7 +100,7 @@ pub(crate) async fn send_back(
         .append_durable(shard, vec![msg], |_, _, _| Vec::new())
         .await?;
     let origin = props.get(keys::RETRY_TOPIC).unwrap_or(&m.topic);
-    rmq.node.stats.on_send_back(origin, &h.group, dead);
+    rmq.node.stats.on_send_back(shard, origin, &h.group, dead);
     if dead {
         info!(group = %h.group, reconsume = m.reconsume_times, "message moved to the dead-letter queue");
     }

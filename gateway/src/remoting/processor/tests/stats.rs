@@ -73,7 +73,7 @@ fn view(name: &str, key: &str) -> RemotingCommand {
 }
 
 fn stats_data(t: &TestFront, name: &str, key: &str) -> BrokerStatsData {
-    let resp = stats::view_broker_stats_data(&t.rmq, &view(name, key)).unwrap();
+    let resp = stats::view_broker_stats_data(&t.rmq, &channel(1).0, &view(name, key)).unwrap();
     serde_json::from_slice(&resp.body).unwrap()
 }
 
@@ -91,14 +91,21 @@ async fn view_broker_stats_data_counts_what_was_sent_and_pulled() {
     let broker = stats_data(&t, "BROKER_PUT_NUMS", "DefaultCluster");
     assert_eq!(broker.stats_minute.sum, 4);
 
-    let res = stats::view_broker_stats_data(&t.rmq, &view("GROUP_GET_NUMS", "Orders@nobody"));
+    let res = stats::view_broker_stats_data(
+        &t.rmq,
+        &channel(1).0,
+        &view("GROUP_GET_NUMS", "Orders@nobody"),
+    );
     assert_eq!(code_of(&res), ResponseCode::SystemError);
     assert_eq!(
         remark_of(&res),
         "The stats <GROUP_GET_NUMS> <Orders@nobody> not exist"
     );
-    let res =
-        stats::view_broker_stats_data(&t.rmq, &request(RequestCode::ViewBrokerStatsData, |_| {}));
+    let res = stats::view_broker_stats_data(
+        &t.rmq,
+        &channel(1).0,
+        &request(RequestCode::ViewBrokerStatsData, |_| {}),
+    );
     assert_ne!(code_of(&res), ResponseCode::Success);
 }
 
@@ -316,6 +323,6 @@ async fn stats_keys_are_capped() {
             .sum,
         2
     );
-    let res = stats::view_broker_stats_data(&t.rmq, &view("TOPIC_PUT_NUMS", "D"));
+    let res = stats::view_broker_stats_data(&t.rmq, &channel(1).0, &view("TOPIC_PUT_NUMS", "D"));
     assert_eq!(code_of(&res), ResponseCode::SystemError);
 }
