@@ -69,6 +69,7 @@ if [ "${STRATUS_SKIP_S3:-0}" != "1" ]; then
     s3_start=$(date +%s)
     cargo test -p stratus-tests --all-features --locked \
       --test protocol --test transactions --test delay_retry --test s3 --test clients --test cluster \
+      --test mqadmin_cluster \
       -- --test-threads="${STRATUS_TEST_THREADS:-2}" 2>&1 | tee -a "$results"
     echo "S3 run: $(($(date +%s) - s3_start)) s"
   )
