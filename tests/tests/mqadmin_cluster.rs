@@ -203,8 +203,17 @@ fn mqadmin_operates_three_nodes_through_any_of_them() {
     let received = events.iter().filter(|e| e["event"] == "recv").count();
     assert_eq!(received, SENT, "exit {code}: {events:?}");
 
-    // consumerProgress through a: every queue of the three shards consumed to its end.
-    let out = admin(a, &["consumerProgress", "-g", "OpsG"]);
+    // consumerProgress through a: every queue of the three shards consumed to its end. The
+    // consumer's last commits are one-way requests sent as it shuts down: give them a
+    // moment to land.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let out = loop {
+        let out = admin(a, &["consumerProgress", "-g", "OpsG"]);
+        if diff_total(&out) == 0 || Instant::now() > deadline {
+            break out;
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    };
     let rows = progress(&out, "OpsT");
     assert_eq!(rows.len(), 6, "2 queues × 3 brokers:\n{out}");
     let broker_sum: i64 = rows.values().map(|(b, _)| b).sum();
