@@ -898,6 +898,72 @@ fn xml_unescape(s: &str) -> String {
         .replace("&amp;", "&")
 }
 
+/// A throwaway PostgreSQL cluster a test can stop and start (`tests/servers/postgres.sh`);
+/// stopped when dropped.
+#[derive(Debug)]
+pub struct Postgres {
+    dir: PathBuf,
+    port: u16,
+}
+
+impl Postgres {
+    /// A cluster in `dir` on `port`, not started yet.
+    pub fn new(dir: PathBuf, port: u16) -> Self {
+        Self { dir, port }
+    }
+
+    fn script() -> PathBuf {
+        workspace_root().join("tests/servers/postgres.sh")
+    }
+
+    /// Whether `initdb` and `pg_ctl` are installed (as `postgres.sh` looks for them).
+    pub fn installed() -> bool {
+        Command::new("bash")
+            .args([
+                "-c",
+                "{ command -v initdb && command -v pg_ctl; } >/dev/null 2>&1 || \
+                 ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1",
+            ])
+            .status()
+            .is_ok_and(|s| s.success())
+    }
+
+    fn run(&self, what: &str) -> String {
+        let mut cmd = Command::new("bash");
+        cmd.arg(Self::script()).arg(what).arg(&self.dir);
+        if what == "start" {
+            cmd.arg(self.port.to_string());
+        }
+        let out = cmd.output().expect("run postgres.sh");
+        assert!(
+            out.status.success(),
+            "postgres.sh {what} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    /// Starts (creating it the first time) the cluster; returns its URL.
+    pub fn start(&self) -> String {
+        self.run("start")
+    }
+
+    /// Stops the cluster.
+    pub fn stop(&self) {
+        self.run("stop");
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let _ = Command::new("bash")
+            .arg(Self::script())
+            .arg("stop")
+            .arg(&self.dir)
+            .output();
+    }
+}
+
 /// A metadata URL several nodes share: a fresh database on the PostgreSQL of
 /// `STRATUS_TEST_POSTGRES_URL` when set, else one embedded database file in `dir`.
 pub fn cluster_meta_url(dir: &Path) -> String {

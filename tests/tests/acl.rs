@@ -7,8 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::disallowed_methods)] // test code: failures should panic; real timers
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
@@ -19,8 +18,8 @@ use stratus_compat::command::RemotingCommand;
 use stratus_compat::request::auth::{UserInfo, UserRequestHeader};
 use stratus_compat::{RequestCode, ResponseCode};
 use stratus_tests::{
-    Node, args, client_installed, clients_required, cluster_routes, free_port, free_shard_base,
-    mqadmin_as, run_client, workspace_root,
+    Node, Postgres, args, client_installed, clients_required, cluster_routes, free_port,
+    free_shard_base, mqadmin_as, run_client,
 };
 
 const ROOT: (&str, &str) = ("root", "root-secret-key");
@@ -453,54 +452,6 @@ fn java_clients_sign_users_are_bound_by_acls_and_mqadmin_manages_them() {
     );
 }
 
-/// A throwaway PostgreSQL cluster of this test (so it can be stopped); stopped when dropped.
-struct Postgres {
-    dir: PathBuf,
-    port: u16,
-}
-
-impl Postgres {
-    fn script() -> PathBuf {
-        workspace_root().join("tests/servers/postgres.sh")
-    }
-
-    fn installed() -> bool {
-        Command::new("bash")
-            .args([
-                "-c",
-                "{ command -v initdb && command -v pg_ctl; } >/dev/null 2>&1 || \
-                 ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1",
-            ])
-            .status()
-            .is_ok_and(|s| s.success())
-    }
-
-    fn run(&self, what: &str) -> String {
-        let mut cmd = Command::new("bash");
-        cmd.arg(Self::script()).arg(what).arg(&self.dir);
-        if what == "start" {
-            cmd.arg(self.port.to_string());
-        }
-        let out = cmd.output().unwrap();
-        assert!(
-            out.status.success(),
-            "postgres.sh {what}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap().trim().to_owned()
-    }
-}
-
-impl Drop for Postgres {
-    fn drop(&mut self) {
-        let _ = Command::new("bash")
-            .arg(Self::script())
-            .arg("stop")
-            .arg(&self.dir)
-            .output();
-    }
-}
-
 #[test]
 fn a_change_through_one_node_is_enforced_by_the_other_and_survives_meta_going_away() {
     let tmp = tempfile::tempdir().unwrap();
@@ -509,13 +460,10 @@ fn a_change_through_one_node_is_enforced_by_the_other_and_survives_meta_going_aw
     let pg = Postgres::installed().then(|| {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-        Postgres {
-            dir: dir.join("pg"),
-            port: free_port(),
-        }
+        Postgres::new(dir.join("pg"), free_port())
     });
     let url = match &pg {
-        Some(pg) => pg.run("start"),
+        Some(pg) => pg.start(),
         None => stratus_tests::cluster_meta_url(dir),
     };
     let a = start_node(&dir.join("a"), 2, Some(&url), "node-a");
@@ -596,7 +544,7 @@ fn a_change_through_one_node_is_enforced_by_the_other_and_survives_meta_going_aw
     wait_until("erin at node B", Duration::from_secs(10), || {
         probe(b.namesrv, ("erin", "erin-sk")).0 == ResponseCode::Success
     });
-    pg.run("stop");
+    pg.stop();
     let down = Instant::now();
     while down.elapsed() < Duration::from_secs(4) {
         for n in [&a, &b] {
@@ -620,7 +568,7 @@ fn a_change_through_one_node_is_enforced_by_the_other_and_survives_meta_going_aw
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-    pg.run("start");
+    pg.start();
     wait_until(
         "a write through B after meta is back",
         Duration::from_secs(30),

@@ -19,8 +19,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -33,7 +32,7 @@ use stratus_compat::request::route::TopicRouteData;
 use stratus_compat::{RequestCode, ResponseCode};
 use stratus_meta::ShardLease;
 use stratus_tests::{
-    Node, free_port, free_shard_base, now_ms, pull_queue0, send_to_queue0, workspace_root,
+    Node, Postgres, free_port, free_shard_base, now_ms, pull_queue0, send_to_queue0,
 };
 
 const SHARDS: u16 = 6;
@@ -48,71 +47,6 @@ const OUTAGE: Duration = Duration::from_secs(5);
 const CALL_TIMEOUT: Duration = Duration::from_secs(3);
 /// Most sends per producer (a bound on the loop besides the stop flag).
 const MAX_SENDS: u32 = 20_000;
-
-/// A throwaway PostgreSQL cluster of this test; stopped when dropped.
-struct Postgres {
-    dir: PathBuf,
-    port: u16,
-}
-
-impl Postgres {
-    fn script() -> PathBuf {
-        workspace_root().join("tests/servers/postgres.sh")
-    }
-
-    /// Whether `initdb` and `pg_ctl` are installed (as `postgres.sh` looks for them).
-    fn installed() -> bool {
-        Command::new("bash")
-            .args([
-                "-c",
-                "{ command -v initdb && command -v pg_ctl; } >/dev/null 2>&1 || \
-                 ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1",
-            ])
-            .status()
-            .is_ok_and(|s| s.success())
-    }
-
-    /// Starts (creating it the first time) the cluster; returns its URL.
-    fn start(&self) -> String {
-        let out = Command::new("bash")
-            .arg(Self::script())
-            .arg("start")
-            .arg(&self.dir)
-            .arg(self.port.to_string())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "postgres.sh start failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap().trim().to_owned()
-    }
-
-    fn stop(&self) {
-        let out = Command::new("bash")
-            .arg(Self::script())
-            .arg("stop")
-            .arg(&self.dir)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "postgres.sh stop failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-}
-
-impl Drop for Postgres {
-    fn drop(&mut self) {
-        let _ = Command::new("bash")
-            .arg(Self::script())
-            .arg("stop")
-            .arg(&self.dir)
-            .output();
-    }
-}
 
 /// One send as the producer saw it.
 #[derive(Debug, Clone)]
@@ -370,10 +304,7 @@ fn a_short_postgres_outage_moves_no_shard_and_keeps_routes_answered() {
     let dir = tmp.path();
     // The server runs as `postgres` when the test runs as root: it must reach its directory.
     set_world_executable(dir);
-    let pg = Postgres {
-        dir: dir.join("pg"),
-        port: free_port(),
-    };
+    let pg = Postgres::new(dir.join("pg"), free_port());
     let url = pg.start();
     let objects = stratus_tests::cluster_object_store_url(dir);
     let rt = tokio::runtime::Builder::new_multi_thread()

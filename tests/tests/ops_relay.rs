@@ -19,7 +19,6 @@ use stratus_compat::request::offset::{
     read_offset_response,
 };
 use stratus_compat::request::relay::ResetOffsetRequestHeader;
-use stratus_compat::request::route::ClusterInfo;
 use stratus_compat::{RequestCode, ResponseCode};
 use stratus_tests::{
     ClientRun, Node, args, client_installed, clients_required, free_port, mqadmin, run_client,
@@ -604,19 +603,6 @@ fn requests_get_their_replies_from_a_java_replier() {
     assert!(max_offset(&node, "DefaultCluster_REPLY_TOPIC", 0) >= 9);
 }
 
-/// Broker name → address, as the name server at `namesrv` publishes them.
-fn routes(namesrv: SocketAddr) -> HashMap<String, String> {
-    let cmd = RemotingCommand::request(RequestCode::GetBrokerClusterInfo.to_i32(), 0);
-    let resp = rpc(namesrv, cmd);
-    let Ok(info) = serde_json::from_slice::<ClusterInfo>(&resp.body) else {
-        return HashMap::new();
-    };
-    info.broker_addr_table
-        .into_iter()
-        .filter_map(|(name, b)| Some((name, b.broker_addrs.get("0")?.clone())))
-        .collect()
-}
-
 /// Two nodes on one meta and one object store, a shard each: a reset asked through either
 /// name server reaches both (mqadmin sends 222 to every broker of the topic's route), and
 /// each node tells the consumer connected to it, so the live consumer (the 4.9.8 client
@@ -655,7 +641,7 @@ fn a_reset_reaches_the_consumer_through_every_node() {
     // Each node serves one shard (on its own base port, or the next shard's port).
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let r = routes(nodes[0].namesrv);
+        let r = stratus_tests::cluster_routes(nodes[0].namesrv);
         let on = |base: u16| {
             r.values()
                 .filter(|a| {
