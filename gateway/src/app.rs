@@ -10,6 +10,7 @@ use object_store::ObjectStore;
 use tracing::{info, warn};
 
 use crate::config::Settings;
+use crate::kafka::Kafka;
 use crate::node::shards::ShardServer;
 use crate::node::{Components, Node};
 use crate::remoting::Remoting;
@@ -24,6 +25,8 @@ pub struct App {
     /// How settled this node's contact with meta was at start (for the membership loop).
     contact: membership::MetaContact,
     namesrv: (SocketAddr, tokio::net::TcpListener),
+    /// The Kafka front end and its bootstrap listener, unless `kafka.enabled` is off.
+    kafka: Option<(Arc<Kafka>, tokio::net::TcpListener)>,
     /// The `/metrics` listener (`metrics.addr`), unless off.
     metrics: Option<tokio::net::TcpListener>,
 }
@@ -75,7 +78,18 @@ impl App {
             .await
             .with_context(|| format!("listen.namesrv_addr: cannot bind {addr}"))?;
         let namesrv = (l.local_addr()?, l);
-        let front_ends: Vec<Arc<dyn ShardServer>> = vec![remoting.clone()];
+        let mut front_ends: Vec<Arc<dyn ShardServer>> = vec![remoting.clone()];
+        // The Kafka bootstrap port and this node's Kafka address in meta, before any
+        // shard (and its Kafka port) is taken.
+        let kafka = if node.config.kafka.enabled {
+            let kafka = Kafka::new(node.clone());
+            let bootstrap = kafka.bind_bootstrap().await?;
+            kafka.register().await?;
+            front_ends.push(kafka.clone());
+            Some((kafka, bootstrap))
+        } else {
+            None
+        };
         let contact = membership::start(&node, &front_ends).await?;
         let metrics = match node.config.metrics_addr {
             Some(addr) => Some(
@@ -91,6 +105,7 @@ impl App {
             front_ends,
             contact,
             namesrv,
+            kafka,
             metrics,
         })
     }
@@ -118,10 +133,19 @@ impl App {
             front_ends,
             contact,
             namesrv: (addr, listener),
+            kafka,
             metrics,
         } = self;
         info!(%addr, "listening");
         remoting.serve_namesrv(listener);
+        if let Some((kafka, bootstrap)) = kafka {
+            if let Ok(a) = bootstrap.local_addr() {
+                info!(addr = %a, "kafka bootstrap listening");
+            }
+            kafka.serve_bootstrap(bootstrap);
+            node.tracker
+                .spawn(crate::kafka::groups::run_expiry(kafka.clone()));
+        }
         services::start(&node, &remoting, front_ends, contact, metrics);
         shutdown.await;
         info!("shutting down");

@@ -234,6 +234,58 @@ pub struct Settings {
     pub stats: StatsSettings,
     /// Access control (RocketMQ ACL 2.0): authentication and authorization.
     pub auth: AuthSettings,
+    /// The Kafka listener: the same topics for Kafka clients.
+    pub kafka: KafkaSettings,
+}
+
+/// The Kafka protocol front end.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct KafkaSettings {
+    /// Serve Kafka clients.
+    pub enabled: bool,
+    /// First Kafka port: shard `s` is served as Kafka broker `s` on this port + `s` while
+    /// this node owns it.
+    pub listen_addr: SocketAddr,
+    /// `host:port` Kafka clients are told to dial for shard 0 (shard `s`: port + `s`);
+    /// defaults to `listen_addr`.
+    pub advertised_addr: Option<String>,
+    /// Largest request accepted (`socket.request.max.bytes`).
+    pub max_request_bytes: ByteSize,
+    /// Create a topic on a Metadata request naming it, when the client allows it
+    /// (`auto.create.topics.enable`).
+    pub auto_create_topics: bool,
+    /// Partitions of a topic created without a count (`num.partitions`).
+    pub default_partitions: i32,
+    /// How long the first member of an empty group waits for others before the group's
+    /// first rebalance completes (`group.initial.rebalance.delay.ms`).
+    #[serde(with = "humantime_serde")]
+    pub group_initial_rebalance_delay: Duration,
+    /// Shortest session timeout a member may ask for (`group.min.session.timeout.ms`).
+    #[serde(with = "humantime_serde")]
+    pub group_min_session_timeout: Duration,
+    /// Longest session timeout a member may ask for (`group.max.session.timeout.ms`).
+    #[serde(with = "humantime_serde")]
+    pub group_max_session_timeout: Duration,
+    /// Largest fetch answer whatever the client asks (`fetch.max.bytes`, broker side).
+    pub max_fetch_bytes: ByteSize,
+}
+
+impl Default for KafkaSettings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            listen_addr: SocketAddr::from(([127, 0, 0, 1], 9092)),
+            advertised_addr: None,
+            max_request_bytes: ByteSize::b(104_857_600),
+            auto_create_topics: true,
+            default_partitions: 1,
+            group_initial_rebalance_delay: Duration::from_secs(3),
+            group_min_session_timeout: Duration::from_secs(6),
+            group_max_session_timeout: Duration::from_secs(1800),
+            max_fetch_bytes: ByteSize::b(57_671_680),
+        }
+    }
 }
 
 /// Broker statistics.
@@ -867,6 +919,29 @@ impl Settings {
                 "interval and orphan_scan_interval must be positive",
             );
         }
+        if self.kafka.enabled {
+            let port = u32::from(self.kafka.listen_addr.port());
+            if port == 0 || port + (self.node.shards - 1) > 65535 {
+                return bad(
+                    "kafka.listen_addr",
+                    "port must be non-zero and leave room for every shard's port (port + shards - 1 <= 65535)",
+                );
+            }
+        }
+        if !(1..=100_000).contains(&self.kafka.default_partitions) {
+            return bad("kafka.default_partitions", "must be between 1 and 100000");
+        }
+        if self.kafka.max_request_bytes.as_u64() < 1024
+            || self.kafka.max_request_bytes.as_u64() > 1 << 30
+        {
+            return bad("kafka.max_request_bytes", "must be between 1 KiB and 1 GiB");
+        }
+        if self.kafka.group_min_session_timeout > self.kafka.group_max_session_timeout {
+            return bad(
+                "kafka.group_min_session_timeout",
+                "must not exceed kafka.group_max_session_timeout",
+            );
+        }
         if let Err(e) = parse_metrics_addr(&self.metrics.addr) {
             return bad("metrics.addr", &e);
         }
@@ -1006,6 +1081,14 @@ impl Settings {
             .advertised_addr
             .clone()
             .unwrap_or_else(|| self.listen.broker_addr.to_string())
+    }
+
+    /// `host:port` Kafka clients dial for shard 0.
+    pub fn kafka_advertised_addr(&self) -> String {
+        self.kafka
+            .advertised_addr
+            .clone()
+            .unwrap_or_else(|| self.kafka.listen_addr.to_string())
     }
 
     /// The effective settings as TOML, with derived defaults filled in.

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use parking_lot::RwLock;
-use stratus_meta::{Epoch, ShardId};
+use stratus_meta::{Epoch, NodeId, ShardId};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{GatewayError, Result};
@@ -174,19 +174,40 @@ impl OwnedShards {
 }
 
 /// Where every shard is served, as published in routes: shard → `host:port` of its owner
-/// (the last owner while it moves). Rebuilt from meta by the membership loop.
+/// (the last owner while it moves), and the owner with its lease epoch (front ends other
+/// than RocketMQ's derive their own addresses from it). Rebuilt from meta by the
+/// membership loop.
 #[derive(Debug, Default)]
 pub(crate) struct RouteTable {
     routes: RwLock<BTreeMap<ShardId, String>>,
+    owners: RwLock<BTreeMap<ShardId, Owner>>,
+}
+
+/// The node serving a shard and the epoch it holds it under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Owner {
+    pub(crate) node: NodeId,
+    pub(crate) epoch: Epoch,
 }
 
 impl RouteTable {
-    pub(crate) fn replace(&self, routes: BTreeMap<ShardId, String>) {
+    pub(crate) fn replace(
+        &self,
+        routes: BTreeMap<ShardId, String>,
+        owners: BTreeMap<ShardId, Owner>,
+    ) {
         *self.routes.write() = routes;
+        *self.owners.write() = owners;
     }
 
-    pub(crate) fn set(&self, shard: ShardId, addr: String) {
+    pub(crate) fn set(&self, shard: ShardId, addr: String, owner: Owner) {
         self.routes.write().insert(shard, addr);
+        self.owners.write().insert(shard, owner);
+    }
+
+    /// The node serving `shard` (the last one while it moves).
+    pub(crate) fn owner(&self, shard: ShardId) -> Option<Owner> {
+        self.owners.read().get(&shard).cloned()
     }
 
     pub(crate) fn all(&self) -> Vec<(ShardId, String)> {

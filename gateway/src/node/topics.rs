@@ -141,6 +141,19 @@ impl TopicTable {
         Ok(None)
     }
 
+    /// A topic known here or in meta, whatever its name (Kafka allows names RocketMQ does
+    /// not); creates nothing.
+    pub(crate) async fn lookup_any(&self, topic: &str) -> Result<Option<TopicConfig>> {
+        if let Some(t) = self.get(topic) {
+            return Ok(Some(t));
+        }
+        if let Some(t) = self.meta.get_topic(&Topic::new(topic)).await? {
+            self.topics.write().insert(t.topic.clone(), t.clone());
+            return Ok(Some(t));
+        }
+        Ok(None)
+    }
+
     /// Send-path auto-creation (`createTopicInSendMessageMethod`): from template
     /// `default_topic` when it exists and has PERM_INHERIT, with
     /// `min(requested, template write queues)` queues; retry topics with one queue.

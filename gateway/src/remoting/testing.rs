@@ -42,9 +42,13 @@ pub(crate) struct TestFront {
 pub(crate) async fn front_with(adjust: impl FnOnce(&mut Settings)) -> TestFront {
     let test = node_with(adjust).await;
     let node = &test.node;
-    for (shard, _) in node.shards.all() {
+    for (shard, epoch) in node.shards.all() {
         let addr = shard_addr(&node.advertised, shard).expect("shard address");
-        node.routes.set(shard, addr);
+        let owner = crate::node::shards::Owner {
+            node: node.id(),
+            epoch,
+        };
+        node.routes.set(shard, addr, owner);
     }
     TestFront {
         rmq: Remoting::new(test.node.clone()),

@@ -42,7 +42,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
 use crate::node::Node;
-use crate::node::shards::{BoundShard, ShardServer, shard_addr};
+use crate::node::shards::{BoundShard, Owner, ShardServer, shard_addr};
 
 fn ttl_ms(node: &Node) -> i64 {
     crate::config::millis(node.config.meta.lease_ttl)
@@ -202,7 +202,11 @@ async fn take(
         (port.serve)(stop.clone());
     }
     if let Some(addr) = shard_addr(&node.advertised, shard) {
-        node.routes.set(shard, addr);
+        let owner = Owner {
+            node: node_id(node),
+            epoch: lease.epoch,
+        };
+        node.routes.set(shard, addr, owner);
     }
     info!(%shard, epoch = lease.epoch.0, "shard acquired");
     Ok(true)
@@ -440,6 +444,10 @@ async fn refresh_routes(node: &Node) -> anyhow::Result<()> {
     let me = node_id(node);
     let mut routes: BTreeMap<ShardId, String> = node.routes.all().into_iter().collect();
     routes.retain(|shard, _| leases.iter().any(|l| l.shard == *shard));
+    let mut owners: BTreeMap<ShardId, Owner> = routes
+        .keys()
+        .filter_map(|s| node.routes.owner(*s).map(|o| (*s, o)))
+        .collect();
     for (lease, owner) in live_leases(&leases, now) {
         let base = if *owner == me {
             if node.shards.epoch(lease.shard).is_none() {
@@ -451,9 +459,16 @@ async fn refresh_routes(node: &Node) -> anyhow::Result<()> {
         };
         if let Some(addr) = base.and_then(|b| shard_addr(b, lease.shard)) {
             routes.insert(lease.shard, addr);
+            owners.insert(
+                lease.shard,
+                Owner {
+                    node: owner.clone(),
+                    epoch: lease.epoch,
+                },
+            );
         }
     }
-    node.routes.replace(routes);
+    node.routes.replace(routes, owners);
     Ok(())
 }
 
