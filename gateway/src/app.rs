@@ -82,7 +82,13 @@ impl App {
         // The Kafka bootstrap port and this node's Kafka address in meta, before any
         // shard (and its Kafka port) is taken.
         let kafka = if node.config.kafka.enabled {
-            let kafka = Kafka::new(node.clone());
+            let rmq = remoting.clone();
+            let kafka = Kafka::new(
+                node.clone(),
+                crate::kafka::OtherMembers(Arc::new(move |group: &str| {
+                    !rmq.registry.consumer_ids(group).is_empty()
+                })),
+            );
             let bootstrap = kafka.bind_bootstrap().await?;
             kafka.register().await?;
             front_ends.push(kafka.clone());

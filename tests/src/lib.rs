@@ -118,6 +118,17 @@ pub fn scrape_metrics(addr: SocketAddr) -> anyhow::Result<String> {
     Ok(body.to_owned())
 }
 
+/// A free Kafka bootstrap port with free ports after it for every shard the settings in
+/// `envs` ask for (`STRATUS_NODE__SHARDS`, 1 by default).
+fn kafka_base(envs: &[(&str, &str)]) -> SocketAddr {
+    let shards: u16 = envs
+        .iter()
+        .find(|(k, _)| *k == "STRATUS_NODE__SHARDS")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(1);
+    SocketAddr::from(([127, 0, 0, 1], free_port_range(shards + 1)))
+}
+
 /// A running `stratus serve` process.
 #[derive(Debug)]
 pub struct Node {
@@ -130,6 +141,9 @@ pub struct Node {
     pub broker: SocketAddr,
     /// `/metrics` endpoint (`STRATUS_METRICS__ADDR`, a free port; kept across restarts).
     pub metrics: SocketAddr,
+    /// Kafka bootstrap port (`STRATUS_KAFKA__LISTEN_ADDR`; shard `s` on port + 1 + `s`),
+    /// free ports for every shard; kept across restarts.
+    pub kafka: SocketAddr,
     log: PathBuf,
     extra: Vec<String>,
     /// Extra environment (`STRATUS_<SECTION>__<KEY>` settings) of the process.
@@ -155,6 +169,7 @@ impl Node {
             namesrv,
             broker,
             metrics: SocketAddr::from(([127, 0, 0, 1], free_port())),
+            kafka: kafka_base(envs),
             log: data_dir.join("stratus.log"),
             extra: Vec::new(),
             envs: envs
@@ -210,6 +225,7 @@ impl Node {
                 namesrv,
                 broker,
                 metrics: SocketAddr::from(([127, 0, 0, 1], free_port())),
+                kafka: kafka_base(envs),
                 log: data_dir.join("stratus.log"),
                 extra: extra.iter().map(|s| (*s).to_owned()).collect(),
                 envs: envs
@@ -244,6 +260,7 @@ impl Node {
             .arg("--broker-addr")
             .arg(self.broker.to_string())
             .env("STRATUS_METRICS__ADDR", self.metrics.to_string())
+            .env("STRATUS_KAFKA__LISTEN_ADDR", self.kafka.to_string())
             .args(&self.extra)
             .envs(self.envs.iter().map(|(k, v)| (k, v)))
             .env(

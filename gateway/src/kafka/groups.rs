@@ -307,6 +307,11 @@ pub(crate) async fn join(
     if !coordinates(kafka, &id) {
         return error_join(ResponseError::NotCoordinator, &member_id);
     }
+    if (kafka.other_members.0)(&id) {
+        // Both protocols' members would consume the same queues twice.
+        tracing::info!(group = %id, "refused a Kafka member: the group has live RocketMQ consumers");
+        return error_join(ResponseError::InconsistentGroupProtocol, &member_id);
+    }
     let k = &kafka.node.config.kafka;
     let session = i64::from(req.session_timeout_ms);
     let min = i64::try_from(k.group_min_session_timeout.as_millis()).unwrap_or(i64::MAX);

@@ -26,6 +26,9 @@ pub(crate) mod offsets;
 pub(crate) mod produce;
 pub(crate) mod versions;
 
+#[cfg(test)]
+mod handler_tests;
+
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -45,6 +48,18 @@ use crate::node::shards::{BoundShard, ShardServer};
 /// its bootstrap port).
 pub(crate) const LISTENERS_NS: &str = "stratus.kafka.listeners";
 
+/// Whether a group has live members of another protocol (RocketMQ consumers with a
+/// recent heartbeat): such a group is refused to Kafka members. Given by the composition
+/// root, so the front ends do not import each other.
+#[derive(Clone)]
+pub(crate) struct OtherMembers(pub(crate) Arc<dyn Fn(&str) -> bool + Send + Sync>);
+
+impl std::fmt::Debug for OtherMembers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OtherMembers")
+    }
+}
+
 /// The Kafka front end's state over the node core.
 #[derive(Debug)]
 pub(crate) struct Kafka {
@@ -58,6 +73,8 @@ pub(crate) struct Kafka {
     listeners: Mutex<Listeners>,
     /// This node's advertised bootstrap address.
     pub(crate) advertised: String,
+    /// Live RocketMQ members of a group.
+    pub(crate) other_members: OtherMembers,
 }
 
 #[derive(Debug, Default)]
@@ -105,9 +122,10 @@ pub(crate) fn offset_addr(base: &str, by: u32) -> Option<(String, u16)> {
 
 impl Kafka {
     /// The front end over `node`; serves nothing until a listener runs.
-    pub(crate) fn new(node: Arc<Node>) -> Arc<Self> {
+    pub(crate) fn new(node: Arc<Node>, other_members: OtherMembers) -> Arc<Self> {
         let advertised = node.config.settings.kafka_advertised_addr();
         Arc::new(Self {
+            other_members,
             groups: groups::Coordinator::new(),
             producers: produce::Producers::default(),
             listeners: Mutex::new(Listeners::default()),
