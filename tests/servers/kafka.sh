@@ -13,7 +13,9 @@
 #
 # The jars (`org.apache.kafka:kafka_2.13` with its runtime dependencies) are cached in
 # ${STRATUS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/stratus}/kafka-<version>/lib.
-# KAFKA_HEAP_OPTS overrides the JVM heap flags (default -Xmx512m -Xms256m).
+# KAFKA_HEAP_OPTS overrides the JVM heap flags (default -Xmx512m -Xms256m). With
+# KAFKA_REQUEST_LOG=1 every request the broker completes is logged to DIR/logs/requests.log
+# (its header: API key and version, client id, client software name and version).
 set -euo pipefail
 
 KAFKA_VERSION=${KAFKA_VERSION:-4.4.0}
@@ -129,6 +131,19 @@ logger.kafka.level = INFO
 logger.state.name = state.change.logger
 logger.state.level = WARN
 EOF
+  if [ "${KAFKA_REQUEST_LOG:-0}" = 1 ]; then
+    cat >>"$dir/log4j2.properties" <<EOF
+appender.requests.type = File
+appender.requests.name = requests
+appender.requests.fileName = $dir/logs/requests.log
+appender.requests.layout.type = PatternLayout
+appender.requests.layout.pattern = %m%n
+logger.request.name = kafka.request.logger
+logger.request.level = DEBUG
+logger.request.additivity = false
+logger.request.appenderRef.requests.ref = requests
+EOF
+  fi
   cat >"$dir/server.properties" <<EOF
 process.roles=broker,controller
 node.id=1

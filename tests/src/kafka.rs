@@ -629,7 +629,9 @@ pub fn seek(
     partition: i64,
     to: &str,
 ) -> anyhow::Result<Seek> {
-    seek_spawn(client, bootstrap, scratch, topic, partition, to)?
+    // Past the end nothing comes: a short wait there.
+    let wait = if to == "end" { 500 } else { 5000 };
+    seek_spawn(client, bootstrap, scratch, topic, partition, to, wait)?
         .wait(RUN)
         .and_then(|(code, events)| seek_result(code, &events))
 }
@@ -641,9 +643,9 @@ fn seek_spawn(
     topic: &str,
     partition: i64,
     to: &str,
+    wait_ms: u64,
 ) -> anyhow::Result<ClientRun> {
-    // Past the end nothing comes: a short wait there.
-    let wait = if to == "end" { "500" } else { "5000" };
+    let wait = wait_ms.to_string();
     ClientRun::spawn(
         client,
         &args(&[
@@ -657,7 +659,7 @@ fn seek_spawn(
             "--to",
             to,
             "--timeout-ms",
-            wait,
+            &wait,
         ]),
         scratch,
     )
@@ -682,7 +684,7 @@ fn seek_result(code: i32, events: &[Value]) -> anyhow::Result<Seek> {
     })
 }
 
-/// A 1-partition topic of 10 records sent one by one, a few ms apart: seeking to the
+/// A 1-partition topic of 10 records sent one at a time, 3 ms apart: seeking to the
 /// beginning reads offset 0 (`k-0`); to the end gives position 10 and no record; to the
 /// timestamp of record 6 gives the first offset whose timestamp is ≥ it (as computed from
 /// the producer's timestamps) and reads that record; past the last timestamp,
@@ -691,26 +693,26 @@ pub fn seek_beginning_end_timestamp(bootstrap: &str, scratch: &Path) -> anyhow::
     let java = "kafka-java";
     let topic = unique("seek");
     create_topic(java, bootstrap, scratch, &topic, 1)?;
-    let mut sent = Vec::new();
-    for i in 0..10 {
-        let prefix = format!("s{i}");
-        let mut s = Produce::new(java, &topic, 1, &prefix).run(bootstrap, scratch)?;
-        sent.append(&mut s);
+    let sent = Produce {
+        extra: &["--interval-ms", "3", "--linger-ms", "0"],
+        ..Produce::new(java, &topic, 10, "s")
     }
+    .run(bootstrap, scratch)?;
     let got = consume(java, bootstrap, scratch, &topic, &unique("g"), 10, &[])?;
     check_exactly_once(&sent, &got)?;
     let ts: Vec<i64> = got.iter().map(|r| r.timestamp).collect();
     let target = ts[6];
     let expect = i64::try_from(ts.iter().position(|t| *t >= target).unwrap_or(6))?;
     let after = ts.iter().max().copied().unwrap_or(0) + 60_000;
+    // Nothing comes past the end: a short wait there.
     let runs = [
-        ("beginning".to_owned(), 0),
-        ("end".to_owned(), 0),
-        (format!("timestamp:{target}"), 0),
-        (format!("timestamp:{after}"), 0),
+        ("beginning".to_owned(), 5000),
+        ("end".to_owned(), 500),
+        (format!("timestamp:{target}"), 5000),
+        (format!("timestamp:{after}"), 500),
     ]
     .iter()
-    .map(|(to, p)| seek_spawn(java, bootstrap, scratch, &topic, *p, to))
+    .map(|(to, wait)| seek_spawn(java, bootstrap, scratch, &topic, 0, to, *wait))
     .collect::<anyhow::Result<Vec<_>>>()?;
     let mut results = Vec::new();
     for r in runs {
@@ -725,7 +727,7 @@ pub fn seek_beginning_end_timestamp(bootstrap: &str, scratch: &Path) -> anyhow::
         "beginning: {begin:?}"
     );
     ensure!(
-        begin.first.as_ref().map(|r| (r.offset, r.key.as_str())) == Some((0, "s0-0")),
+        begin.first.as_ref().map(|r| (r.offset, r.key.as_str())) == Some((0, "s-0")),
         "beginning: {begin:?}"
     );
     ensure!(end.position == 10 && end.first.is_none(), "end: {end:?}");

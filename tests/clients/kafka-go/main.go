@@ -51,6 +51,7 @@ func main() {
 	timeoutMs := fs.Int("timeout-ms", 30000, "consume timeout")
 	from := fs.String("from", "earliest", "earliest|latest")
 	partitions := fs.Int("partitions", 1, "admin create-topic partitions")
+	clientID := fs.String("client-id", fmt.Sprintf("stratus-test-go-%d", os.Getpid()), "client id")
 	// Every option takes a value; other words (admin's command and topic) may come anywhere.
 	var flags, words []string
 	for i := 2; i < len(os.Args); i++ {
@@ -67,7 +68,7 @@ func main() {
 	if *bootstrap == "" {
 		fail(64, "usage: missing --bootstrap")
 	}
-	opts := []kgo.Opt{kgo.SeedBrokers(*bootstrap), kgo.ClientID(fmt.Sprintf("stratus-test-go-%d", os.Getpid()))}
+	opts := []kgo.Opt{kgo.SeedBrokers(*bootstrap), kgo.ClientID(*clientID)}
 	ctx := context.Background()
 	switch os.Args[1] {
 	case "produce":

@@ -28,7 +28,7 @@ def fail(code, message):
 def common(args):
     return {
         "bootstrap.servers": args.bootstrap,
-        "client.id": f"stratus-test-py-{os.getpid()}",
+        "client.id": args.client_id or f"stratus-test-py-{os.getpid()}",
         # librdkafka logs go to stderr.
         "log_level": 4,
     }
@@ -172,6 +172,7 @@ def main():
     p.add_argument("--from", dest="from_", default="earliest", choices=["earliest", "latest"])
     p.add_argument("--commit", default="sync", choices=["sync", "auto"])
     p.add_argument("--partitions", type=int, default=1)
+    p.add_argument("--client-id")
     p.add_argument("words", nargs="*")
     try:
         args = p.parse_intermixed_args(sys.argv[2:])

@@ -93,6 +93,7 @@ public final class KafkaClient {
     int valueSize = a.integer("value-size", 0);
     Integer partition = a.has("partition") ? Integer.valueOf(a.integer("partition", 0)) : null;
     Map<String, String> headers = parseHeaders(a.get("headers", ""));
+    int intervalMs = a.integer("interval-ms", 0);
     Properties p = common(a);
     p.put(ProducerConfig.ACKS_CONFIG, acks);
     p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, a.get("compression", "none"));
@@ -127,6 +128,11 @@ public final class KafkaClient {
           }
           done.countDown();
         });
+        if (intervalMs > 0) {
+          // One record per batch, each with a timestamp of its own.
+          producer.flush();
+          Thread.sleep(intervalMs);
+        }
       }
       producer.flush();
       done.await(60, TimeUnit.SECONDS);
