@@ -1166,3 +1166,79 @@ fn client_produce_consume(client: &str, bootstrap: &str, scratch: &Path) -> anyh
     )?;
     check_exactly_once(&sent, &got)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sent(key: &str, seq: i64, partition: i64, offset: i64) -> Sent {
+        Sent {
+            partition,
+            offset,
+            key: key.to_owned(),
+            value: format!("value of {key}"),
+            headers: BTreeMap::from([("codec".to_owned(), "lz4".to_owned())]),
+            seq,
+        }
+    }
+
+    fn recv(s: &Sent, offset: i64) -> Recv {
+        Recv {
+            partition: s.partition,
+            offset,
+            key: s.key.clone(),
+            value: s.value.clone(),
+            headers: BTreeMap::from([
+                ("seq".to_owned(), s.seq.to_string()),
+                ("codec".to_owned(), "lz4".to_owned()),
+            ]),
+            timestamp: 0,
+        }
+    }
+
+    fn three() -> Vec<Sent> {
+        vec![
+            sent("a-0", 0, 0, 0),
+            sent("a-1", 1, 0, 1),
+            sent("a-2", 2, 1, -1),
+        ]
+    }
+
+    #[test]
+    fn a_complete_ordered_consumption_passes() {
+        let s = three();
+        let got = vec![recv(&s[0], 0), recv(&s[2], 0), recv(&s[1], 1)];
+        check_exactly_once(&s, &got).unwrap();
+    }
+
+    #[test]
+    fn loss_duplicates_reordering_and_damage_are_caught() {
+        let s = three();
+        let lost = vec![recv(&s[0], 0), recv(&s[2], 0)];
+        assert!(check_exactly_once(&s, &lost).is_err());
+        let twice = vec![
+            recv(&s[0], 0),
+            recv(&s[0], 0),
+            recv(&s[1], 1),
+            recv(&s[2], 0),
+        ];
+        assert!(check_exactly_once(&s, &twice).is_err());
+        let reordered = vec![recv(&s[1], 1), recv(&s[0], 0), recv(&s[2], 0)];
+        assert!(check_exactly_once(&s, &reordered).is_err());
+        let mut no_header = recv(&s[2], 0);
+        no_header.headers.remove("codec");
+        let damaged = vec![recv(&s[0], 0), recv(&s[1], 1), no_header];
+        assert!(check_exactly_once(&s, &damaged).is_err());
+        let mut moved = recv(&s[1], 1);
+        moved.offset = 2;
+        assert!(check_exactly_once(&s, &[recv(&s[0], 0), moved, recv(&s[2], 0)]).is_err());
+    }
+
+    #[test]
+    fn offsets_must_be_dense_from_zero() {
+        let s = three();
+        check_dense(&[recv(&s[0], 0), recv(&s[1], 1)]).unwrap();
+        assert!(check_dense(&[recv(&s[0], 0), recv(&s[1], 2)]).is_err());
+        assert!(check_dense(&[recv(&s[1], 1)]).is_err());
+    }
+}
