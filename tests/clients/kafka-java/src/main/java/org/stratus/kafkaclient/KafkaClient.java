@@ -204,7 +204,10 @@ public final class KafkaClient {
     if (a.has("session-timeout-ms")) {
       p.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, a.req("session-timeout-ms"));
     }
-    p.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, a.get("heartbeat-ms", "1000"));
+    if (!a.get("group-protocol", "classic").equals("consumer")) {
+      // The consumer protocol (KIP-848) takes these from the broker and rejects them here.
+      p.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, a.get("heartbeat-ms", "1000"));
+    }
     return p;
   }
 
