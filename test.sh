@@ -17,7 +17,7 @@ step "cargo clippy"
 cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
 
 if [ "${STRATUS_SKIP_CLIENTS:-0}" != "1" ]; then
-  step "install real RocketMQ clients (Java 4.9 and 5.x, Go, C++ via Python, Rust)"
+  step "install real RocketMQ and Kafka clients (Java 4.9 and 5.x, Go, C++ via Python, Rust; Kafka Java 4.4 and 3.9, librdkafka, franz-go) and the reference Kafka broker"
   bash tests/clients/install.sh all
   export STRATUS_REQUIRE_CLIENTS=1
 fi

@@ -6,6 +6,8 @@
 //! segments in that S3 bucket (under a prefix of its own, see [`S3Env::node_prefix`])
 //! instead of its data directory, unless the test chose an object store itself.
 
+pub mod kafka;
+
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
