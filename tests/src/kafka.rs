@@ -1167,6 +1167,64 @@ fn client_produce_consume(client: &str, bootstrap: &str, scratch: &Path) -> anyh
     check_exactly_once(&sent, &got)
 }
 
+/// A scenario: `(bootstrap, scratch directory)`.
+pub type Scenario = fn(&str, &Path) -> anyhow::Result<()>;
+
+/// Every scenario, by name, in the order they run.
+pub fn scenarios() -> Vec<(&'static str, Scenario)> {
+    vec![
+        (
+            "admin_create_delete_add_partitions",
+            admin_create_delete_add_partitions,
+        ),
+        (
+            "produce_consume_every_acks_and_compression (kafka-clients 4.4.0)",
+            |b, s| produce_consume_every_acks_and_compression("kafka-java", b, s),
+        ),
+        (
+            "produce_consume_every_acks_and_compression (kafka-clients 3.9.1)",
+            |b, s| produce_consume_every_acks_and_compression("kafka-java3", b, s),
+        ),
+        (
+            "idempotent_producer_no_duplicates",
+            idempotent_producer_no_duplicates,
+        ),
+        ("seek_beginning_end_timestamp", seek_beginning_end_timestamp),
+        ("commit_and_resume", commit_and_resume),
+        ("group_of_three_with_leave_and_join", |b, s| {
+            let dups = group_of_three_with_leave_and_join(b, s)?;
+            eprintln!("  group_of_three_with_leave_and_join: {dups} records consumed twice");
+            Ok(())
+        }),
+        ("librdkafka_produce_consume", librdkafka_produce_consume),
+        ("franz_go_produce_consume", franz_go_produce_consume),
+    ]
+}
+
+/// Runs every scenario against `bootstrap`, each reported with its time; returns the names
+/// of those that failed (their clients' transcripts are kept and their path printed).
+pub fn run_scenarios(bootstrap: &str) -> Vec<&'static str> {
+    let mut failed = Vec::new();
+    for (name, scenario) in scenarios() {
+        let Ok(scratch) = tempfile::tempdir() else {
+            failed.push(name);
+            continue;
+        };
+        let t = Instant::now();
+        let result = scenario(bootstrap, scratch.path());
+        let secs = t.elapsed().as_secs_f64();
+        match result {
+            Ok(()) => eprintln!("ok   {name} ({secs:.1} s)"),
+            Err(e) => {
+                eprintln!("FAIL {name} ({secs:.1} s): {e:#}");
+                failed.push(name);
+                eprintln!("     client output kept in {}", scratch.keep().display());
+            }
+        }
+    }
+    failed
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1241,62 +1299,4 @@ mod tests {
         assert!(check_dense(&[recv(&s[0], 0), recv(&s[1], 2)]).is_err());
         assert!(check_dense(&[recv(&s[1], 1)]).is_err());
     }
-}
-
-/// A scenario: `(bootstrap, scratch directory)`.
-pub type Scenario = fn(&str, &Path) -> anyhow::Result<()>;
-
-/// Every scenario, by name, in the order they run.
-pub fn scenarios() -> Vec<(&'static str, Scenario)> {
-    vec![
-        (
-            "admin_create_delete_add_partitions",
-            admin_create_delete_add_partitions,
-        ),
-        (
-            "produce_consume_every_acks_and_compression (kafka-clients 4.4.0)",
-            |b, s| produce_consume_every_acks_and_compression("kafka-java", b, s),
-        ),
-        (
-            "produce_consume_every_acks_and_compression (kafka-clients 3.9.1)",
-            |b, s| produce_consume_every_acks_and_compression("kafka-java3", b, s),
-        ),
-        (
-            "idempotent_producer_no_duplicates",
-            idempotent_producer_no_duplicates,
-        ),
-        ("seek_beginning_end_timestamp", seek_beginning_end_timestamp),
-        ("commit_and_resume", commit_and_resume),
-        ("group_of_three_with_leave_and_join", |b, s| {
-            let dups = group_of_three_with_leave_and_join(b, s)?;
-            eprintln!("  group_of_three_with_leave_and_join: {dups} records consumed twice");
-            Ok(())
-        }),
-        ("librdkafka_produce_consume", librdkafka_produce_consume),
-        ("franz_go_produce_consume", franz_go_produce_consume),
-    ]
-}
-
-/// Runs every scenario against `bootstrap`, each reported with its time; returns the names
-/// of those that failed (their clients' transcripts are kept and their path printed).
-pub fn run_scenarios(bootstrap: &str) -> Vec<&'static str> {
-    let mut failed = Vec::new();
-    for (name, scenario) in scenarios() {
-        let Ok(scratch) = tempfile::tempdir() else {
-            failed.push(name);
-            continue;
-        };
-        let t = Instant::now();
-        let result = scenario(bootstrap, scratch.path());
-        let secs = t.elapsed().as_secs_f64();
-        match result {
-            Ok(()) => eprintln!("ok   {name} ({secs:.1} s)"),
-            Err(e) => {
-                eprintln!("FAIL {name} ({secs:.1} s): {e:#}");
-                failed.push(name);
-                eprintln!("     client output kept in {}", scratch.keep().display());
-            }
-        }
-    }
-    failed
 }
