@@ -19,7 +19,7 @@
 //! | [`filter`] | tag filters and the SQL92 parser and evaluator |
 //! | [`topic`] | topic names: system topics, retry and dead-letter prefixes, permission bits, validation |
 //! | [`acl`] | the content an ACL `Signature` is computed over |
-//! | [`kafka`] | the Kafka protocol: record batch compression codecs |
+//! | [`kafka`] | the Kafka protocol: record batches (magic v2) and their compression codecs |
 //! | `codec` (feature `codec`, part of `client`) | `RemotingCodec`, a tokio-util codec over [`frame`] and [`command`] |
 //! | `client` (feature `client`) | `RemotingClient`, a small async client for tests and tools |
 //!
