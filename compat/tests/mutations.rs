@@ -8,7 +8,7 @@
 //! (`cargo +nightly fuzz run …`).
 //!
 //! `STRATUS_MUTATIONS` sets the number of mutated frames (default 200,000),
-//! `STRATUS_KAFKA_MUTATIONS` the number of mutated record batches (default 50,000).
+//! `STRATUS_KAFKA_MUTATIONS` the number of mutated record batches (default 20,000).
 
 use std::path::Path;
 
@@ -324,7 +324,7 @@ fn mutated_kafka_batches_never_panic_the_decoder() {
     let runs: usize = std::env::var("STRATUS_KAFKA_MUTATIONS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(50_000);
+        .unwrap_or(20_000);
     for batch in &corpus {
         assert_eq!(decode_batches(batch, 1 << 20).expect("vector").len(), 1);
     }
