@@ -2,9 +2,13 @@
 //! (`tests/vectors/`), mutated at random with a fixed seed, through every decoder a request
 //! meets (frame, command, both header encodings, each typed request header, JSON bodies,
 //! message records and batches, SQL92 filters). A decoder may refuse its input; it must not
-//! panic. The libFuzzer targets in `fuzz/` explore further (`cargo +nightly fuzz run …`).
+//! panic. The Kafka record batches (`tests/vectors/kafka/`) go the same way through the
+//! record batch decoder, their length and CRC mostly made true again after the edits so the
+//! mutants get past the checksum. The libFuzzer targets in `fuzz/` explore further
+//! (`cargo +nightly fuzz run …`).
 //!
-//! `STRATUS_MUTATIONS` sets the number of mutated inputs (default 200,000).
+//! `STRATUS_MUTATIONS` sets the number of mutated frames (default 200,000),
+//! `STRATUS_KAFKA_MUTATIONS` the number of mutated record batches (default 20,000).
 
 use std::path::Path;
 
@@ -12,6 +16,7 @@ use bytes::{Bytes, BytesMut};
 use stratus_compat::command::RemotingCommand;
 use stratus_compat::filter::sql92::Sql92Filter;
 use stratus_compat::header::{json, rocketmq};
+use stratus_compat::kafka::records::{batch_infos, decode_batches};
 use stratus_compat::message::{MessageExt, decode_batch};
 use stratus_compat::request::admin::{
     ClusterHeader, CreateTopicRequestHeader, KvConfigHeader, TopicHeader, ViewMessageRequestHeader,
@@ -287,4 +292,70 @@ fn mutated_client_frames_never_panic_a_decoder() {
         "only {decoded} of {runs} mutants decoded as a command"
     );
     eprintln!("{runs} byte mutants, {decoded} decoded as a command; no panic");
+}
+
+fn kafka_corpus() -> Vec<Vec<u8>> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors/kafka");
+    let mut out: Vec<Vec<u8>> = std::fs::read_dir(&dir)
+        .expect("kafka vector folder")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".bin"))
+        .map(|e| std::fs::read(e.path()).expect("read vector"))
+        .collect();
+    out.sort();
+    assert!(out.len() >= 10, "corpus of {} batches", out.len());
+    out
+}
+
+/// Makes a mutated batch's `batchLength` and CRC-32C true to its bytes again.
+fn fix_batch(data: &mut [u8]) {
+    if data.len() < 21 {
+        return;
+    }
+    let len = u32::try_from(data.len() - 12).unwrap_or(u32::MAX);
+    data[8..12].copy_from_slice(&len.to_be_bytes());
+    let crc = crc32c::crc32c(&data[21..]);
+    data[17..21].copy_from_slice(&crc.to_be_bytes());
+}
+
+#[test]
+fn mutated_kafka_batches_never_panic_the_decoder() {
+    let corpus = kafka_corpus();
+    let runs: usize = std::env::var("STRATUS_KAFKA_MUTATIONS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000);
+    for batch in &corpus {
+        assert_eq!(decode_batches(batch, 1 << 20).expect("vector").len(), 1);
+    }
+    let mut rng = Rng(0x0CAF_CA0F_2026);
+    let (mut decoded, mut past_crc) = (0, 0);
+    for i in 0..runs {
+        let input = &corpus[i % corpus.len()];
+        let mut data = mutate(&mut rng, input, &corpus);
+        if rng.below(5) != 0 {
+            fix_batch(&mut data);
+        }
+        let outcome = std::panic::catch_unwind(|| {
+            let _ = batch_infos(&data);
+            decode_batches(&data, 1 << 20)
+        });
+        match outcome {
+            Ok(Ok(_)) => decoded += 1,
+            Ok(Err(e)) => {
+                past_crc += usize::from(!e.to_string().contains("crc"));
+            }
+            Err(_) => panic!(
+                "run {i}: the record batch decoder panicked on {} bytes: {:02x?}",
+                data.len(),
+                &data[..data.len().min(256)]
+            ),
+        }
+    }
+    // Most mutants get past the CRC to the record and codec checks.
+    assert!(
+        (decoded + past_crc) * 2 > runs,
+        "only {decoded} decoded and {past_crc} failed past the CRC of {runs}"
+    );
+    eprintln!("{runs} batch mutants, {decoded} decoded, {past_crc} refused past the CRC; no panic");
 }

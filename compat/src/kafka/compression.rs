@@ -5,7 +5,7 @@
 //! | --- | --- | --- |
 //! | 0 | none | |
 //! | 1 | gzip | a gzip stream (RFC 1952); several members are read one after another |
-//! | 2 | snappy | the Java client's xerial `snappy-java` stream: `\x82SNAPPY\0`, version i32, compatible version i32, then blocks of length i32 (big-endian) + a raw snappy block; a bare raw snappy block (as librdkafka may send) is read too |
+//! | 2 | snappy | the Java client's xerial `snappy-java` stream: `\x82SNAPPY\0`, version i32, compatible version i32, then blocks of length i32 (big-endian) + a raw snappy block (32 KiB of input each); concatenated streams and a bare raw snappy block (as librdkafka may send) are read too |
 //! | 3 | lz4 | the LZ4 frame format, with a correct header checksum (magic ≥ 1) |
 //! | 4 | zstd | zstd frames |
 //!
@@ -242,6 +242,12 @@ fn snappy_decompress(data: &[u8], limit: usize) -> Result<Vec<u8>, CompressionEr
         .get(XERIAL_HEADER_LEN - XERIAL_MAGIC.len()..)
         .unwrap_or(&[]);
     while !rest.is_empty() {
+        // snappy-java reads concatenated streams: a header again where a block length would
+        // be (a block length never starts with 0x82, which would make it negative).
+        if rest.len() >= XERIAL_HEADER_LEN && rest.starts_with(&XERIAL_MAGIC) {
+            rest = &rest[XERIAL_HEADER_LEN..];
+            continue;
+        }
         let (len, after) = rest
             .split_first_chunk::<4>()
             .ok_or_else(|| corrupt(format!("{} bytes left for a block length", rest.len())))?;
@@ -358,6 +364,18 @@ mod tests {
             Compression::Snappy.decompress(&raw, 69_999),
             Err(CompressionError::TooLarge { .. })
         ));
+    }
+
+    #[test]
+    fn snappy_reads_concatenated_xerial_streams() {
+        let mut two = Compression::Snappy.compress(b"first ").expect("compress");
+        two.extend_from_slice(&Compression::Snappy.compress(b"second").expect("compress"));
+        assert_eq!(
+            Compression::Snappy
+                .decompress(&two, 100)
+                .expect("two streams"),
+            b"first second"
+        );
     }
 
     #[test]
