@@ -269,6 +269,10 @@ pub struct KafkaSettings {
     pub group_max_session_timeout: Duration,
     /// Largest fetch answer whatever the client asks (`fetch.max.bytes`, broker side).
     pub max_fetch_bytes: ByteSize,
+    /// An idempotent producer silent for this long is forgotten: its next batch is taken
+    /// at whatever sequence it carries (`producer.id.expiration.ms`).
+    #[serde(with = "humantime_serde")]
+    pub producer_id_expiration: Duration,
 }
 
 impl Default for KafkaSettings {
@@ -284,6 +288,7 @@ impl Default for KafkaSettings {
             group_min_session_timeout: Duration::from_secs(6),
             group_max_session_timeout: Duration::from_secs(1800),
             max_fetch_bytes: ByteSize::b(57_671_680),
+            producer_id_expiration: Duration::from_secs(86_400),
         }
     }
 }

@@ -232,6 +232,11 @@ pub trait MetaStore: SegmentCatalog {
         group: &ConsumerGroup,
         queue: &QueueKey,
     ) -> Result<Option<QueueOffset>>;
+    /// The batches of idempotent producers remembered on `shard`
+    /// ([`SegmentEffect::ProducerBatch`]), by producer, topic, queue and offset.
+    async fn producer_batches(&self, shard: ShardId) -> Result<Vec<ProducerBatch>>;
+    /// Forgets the batches committed before `before_ms`; how many.
+    async fn expire_producer_batches(&self, before_ms: i64) -> Result<u64>;
     /// Every committed offset of a group, ordered by queue (shard, topic, queue id).
     async fn group_offsets(&self, group: &ConsumerGroup) -> Result<Vec<ConsumerOffset>>;
     /// One subscription group.

@@ -209,6 +209,32 @@ pub enum SegmentEffect {
         /// One entry per distinct key of each record.
         keys: Vec<KeyIndexEntry>,
     },
+    /// Remember a batch of an idempotent producer stored in this section; the producer's
+    /// older batches on that queue beyond the newest five are forgotten.
+    ProducerBatch(ProducerBatch),
+}
+
+/// A batch of an idempotent (Kafka) producer, as stored on one queue.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, Debug)]
+pub struct ProducerBatch {
+    /// Shard of the queue.
+    pub shard: ShardId,
+    /// Producer id.
+    pub producer_id: i64,
+    /// Topic.
+    pub topic: Topic,
+    /// Queue id.
+    pub queue_id: QueueId,
+    /// Producer epoch.
+    pub epoch: i16,
+    /// Sequence number of the batch's first record.
+    pub first_seq: i32,
+    /// Sequence number of its last record.
+    pub last_seq: i32,
+    /// Queue offset of its first record.
+    pub first_offset: QueueOffset,
+    /// When its section was committed, ms.
+    pub committed_ms: i64,
 }
 
 /// One key of one stored record, as the key index holds it.
@@ -245,6 +271,7 @@ impl SegmentEffect {
     pub fn shard(&self) -> ShardId {
         match self {
             Self::HalfPrepared(h) => h.shard,
+            Self::ProducerBatch(b) => b.shard,
             Self::HalfResolved { shard, .. }
             | Self::ScheduleProgress { shard, .. }
             | Self::TimerScheduled { shard, .. }

@@ -682,14 +682,26 @@ fn expire(kafka: &Arc<Kafka>) {
     }
 }
 
-/// The expiry loop, until the node stops.
+/// The expiry loop, until the node stops: group members every 250 ms, idempotent
+/// producers not heard from within `kafka.producer_id_expiration` every minute (here and
+/// in meta).
 pub(crate) async fn run_expiry(kafka: Arc<Kafka>) {
+    let mut ticks = 0u64;
     loop {
         tokio::select! {
             () = kafka.node.clock.sleep(Duration::from_millis(250)) => {}
             () = kafka.node.cancel.cancelled() => return,
         }
         expire(&kafka);
+        ticks += 1;
+        if ticks.is_multiple_of(240) {
+            let keep = crate::config::millis(kafka.node.config.kafka.producer_id_expiration);
+            let before = kafka.node.clock.now_ms().saturating_sub(keep);
+            kafka.producers.expire(before);
+            if let Err(e) = kafka.node.meta.expire_producer_batches(before).await {
+                tracing::debug!(error = %e, "cannot expire Kafka producers in meta; will retry");
+            }
+        }
     }
 }
 

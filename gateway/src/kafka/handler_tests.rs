@@ -235,7 +235,7 @@ async fn partitions_spread_over_shards_and_metadata_names_each_leader() {
     let (kafka, _t) = front(3).await;
     create(&kafka, "spread", 6).await;
     let mut req = MetadataRequest::default();
-    let mut t = kafka_protocol::messages::metadata_request::MetadataRequestTopic::default();
+    let mut t = metadata_request::MetadataRequestTopic::default();
     t.name = Some(TopicName(sb("spread")));
     req.topics = Some(vec![t]);
     let resp = super::metadata::metadata(&kafka, &ctx(12), req).await;
@@ -288,7 +288,7 @@ async fn a_member_joins_syncs_heartbeats_commits_and_leaves() {
     sync.group_id = GroupId(sb("g"));
     sync.generation_id = joined.generation_id;
     sync.member_id = sb(member.clone());
-    let mut a = kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment::default();
+    let mut a = sync_group_request::SyncGroupRequestAssignment::default();
     a.member_id = sb(member.clone());
     a.assignment = Bytes::from_static(b"assigned");
     sync.assignments = vec![a];
@@ -320,11 +320,9 @@ async fn a_member_joins_syncs_heartbeats_commits_and_leaves() {
     commit.group_id = GroupId(sb("g"));
     commit.generation_id_or_member_epoch = joined.generation_id;
     commit.member_id = sb(member.clone());
-    let mut ct =
-        kafka_protocol::messages::offset_commit_request::OffsetCommitRequestTopic::default();
+    let mut ct = offset_commit_request::OffsetCommitRequestTopic::default();
     ct.name = TopicName(sb("gt"));
-    let mut cp =
-        kafka_protocol::messages::offset_commit_request::OffsetCommitRequestPartition::default();
+    let mut cp = offset_commit_request::OffsetCommitRequestPartition::default();
     cp.partition_index = 0;
     cp.committed_offset = 42;
     ct.partitions = vec![cp];
@@ -342,7 +340,7 @@ async fn a_member_joins_syncs_heartbeats_commits_and_leaves() {
 
     let mut leave = LeaveGroupRequest::default();
     leave.group_id = GroupId(sb("g"));
-    let mut m = kafka_protocol::messages::leave_group_request::MemberIdentity::default();
+    let mut m = leave_group_request::MemberIdentity::default();
     m.member_id = sb(member);
     leave.members = vec![m];
     let left = super::groups::leave(&kafka, &ctx(4), leave).await;
@@ -359,4 +357,48 @@ async fn a_group_with_live_rocketmq_consumers_is_refused() {
     let kafka = Kafka::new(test.node.clone(), OtherMembers(Arc::new(|g| g == "g")));
     let r = super::groups::join(&kafka, &ctx(9), join_req("")).await;
     assert_eq!(r.error_code, 23, "INCONSISTENT_GROUP_PROTOCOL");
+}
+
+#[tokio::test]
+async fn a_shards_next_owner_answers_a_retried_batch_from_meta() {
+    let (kafka, t) = front(1).await;
+    create(&kafka, "failover", 1).await;
+    assert_eq!(
+        produce(
+            &kafka,
+            "failover",
+            0,
+            batch(0, 5, &["a", "b"], Compression::None)
+        )
+        .await,
+        (0, 0)
+    );
+    assert_eq!(
+        produce(
+            &kafka,
+            "failover",
+            0,
+            batch(2, 5, &["c"], Compression::None)
+        )
+        .await,
+        (0, 2)
+    );
+    // A new front end (the shard's next owner) knows the producer only from meta.
+    let next = Kafka::new(t.node.clone(), OtherMembers(Arc::new(|_| false)));
+    let shard = stratus_meta::ShardId(0);
+    next.producers
+        .load(shard, t.node.meta.producer_batches(shard).await.unwrap());
+    assert_eq!(
+        produce(&next, "failover", 0, batch(2, 5, &["c"], Compression::None)).await,
+        (0, 2)
+    );
+    assert_eq!(
+        produce(&next, "failover", 0, batch(3, 5, &["d"], Compression::None)).await,
+        (0, 3)
+    );
+    assert_eq!(
+        fetch(&next, "failover", 0, 0).await.1,
+        4,
+        "nothing stored twice"
+    );
 }

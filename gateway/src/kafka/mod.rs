@@ -229,6 +229,14 @@ impl ShardServer for Kafka {
         shard: ShardId,
     ) -> BoxFuture<'static, anyhow::Result<Option<BoundShard>>> {
         async move {
+            // The producers whose batches this shard's last owner committed.
+            let batches = self
+                .node
+                .meta
+                .producer_batches(shard)
+                .await
+                .with_context(|| format!("meta: load shard {shard}'s Kafka producers"))?;
+            self.producers.load(shard, batches);
             let base = self.node.config.kafka.listen_addr;
             let port = u16::try_from(u32::from(base.port()) + 1 + shard.0)
                 .ok()

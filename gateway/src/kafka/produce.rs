@@ -11,8 +11,12 @@
 //! carrying an id are checked against the last five batches of that producer on that
 //! partition, under one lock with the append: a retried batch already appended is
 //! answered with its first offset and not stored again, a gap is OUT_OF_ORDER_SEQUENCE_NUMBER,
-//! an older epoch INVALID_PRODUCER_EPOCH. The state is held by the node that owns the
-//! shard; a new owner starts without it and accepts the producer's next sequence.
+//! an older epoch INVALID_PRODUCER_EPOCH. Each batch is remembered in meta by the commit
+//! of the section that holds it (a segment effect, the newest five per producer and queue),
+//! so a shard's next owner loads exactly the batches that are durable when it takes the
+//! shard, and a retry sent to it after a failover is still answered from the window. A
+//! producer not known on a queue (new, or expired after `kafka.producer_id_expiration`) is
+//! taken at the sequence it sends.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -25,7 +29,8 @@ use kafka_protocol::messages::*;
 use parking_lot::Mutex;
 use stratus_compat::kafka::records::{Batch, decode_batches};
 use stratus_compat::topic::PERM_WRITE;
-use stratus_meta::ShardId;
+use stratus_compat::types::{QueueId, QueueOffset, Topic};
+use stratus_meta::{ProducerBatch, SegmentEffect, ShardId};
 use stratus_segments::writer::AppendTicket;
 
 use super::convert::{Origin, to_stored};
@@ -47,6 +52,8 @@ struct Seen {
 struct ProducerState {
     epoch: i16,
     batches: VecDeque<Seen>,
+    /// When its last batch was appended here, ms.
+    last_ms: i64,
 }
 
 type PartitionKey = (i64, ShardId, String, i32);
@@ -55,6 +62,35 @@ type PartitionKey = (i64, ShardId, String, i32);
 #[derive(Debug, Default)]
 pub(crate) struct Producers {
     state: Mutex<HashMap<PartitionKey, ProducerState>>,
+}
+
+impl Producers {
+    /// Replaces what is known of `shard`'s producers with meta's (when the shard is taken).
+    pub(crate) fn load(&self, shard: ShardId, batches: Vec<ProducerBatch>) {
+        let mut state = self.state.lock();
+        state.retain(|k, _| k.1 != shard);
+        for b in batches {
+            let key = (b.producer_id, shard, b.topic.to_string(), b.queue_id.0);
+            let st = state.entry(key).or_default();
+            if b.epoch != st.epoch {
+                st.epoch = b.epoch;
+                st.batches.clear();
+            }
+            st.batches.push_back(Seen {
+                first_seq: b.first_seq,
+                last_seq: b.last_seq,
+                first_offset: b.first_offset.0,
+            });
+            while st.batches.len() > WINDOW {
+                st.batches.pop_front();
+            }
+        }
+    }
+
+    /// Forgets producers whose last batch here is older than `before_ms`.
+    pub(crate) fn expire(&self, before_ms: i64) {
+        self.state.lock().retain(|_, st| st.last_ms >= before_ms);
+    }
 }
 
 /// What the sequence check decided for one batch.
@@ -307,11 +343,25 @@ fn append_idempotent(
         Check::Refuse(code) => Err(code),
         Check::Duplicate(offset) => Ok(Appended::Duplicate(offset)),
         Check::Append => {
+            let remembered = |first_offset: QueueOffset, _: &[_], committed_ms: i64| {
+                vec![SegmentEffect::ProducerBatch(ProducerBatch {
+                    shard,
+                    producer_id: k.0,
+                    topic: Topic::new(k.2.clone()),
+                    queue_id: QueueId(k.3),
+                    epoch: batch.producer_epoch,
+                    first_seq: first,
+                    last_seq: last,
+                    first_offset,
+                    committed_ms,
+                })]
+            };
             let ticket = kafka
                 .node
-                .append(shard, messages)
+                .append_with(shard, messages, remembered)
                 .map_err(|e| super::codes::segment(&e))?;
             let st = state.entry(k.clone()).or_default();
+            st.last_ms = kafka.node.clock.now_ms();
             if batch.producer_epoch != st.epoch {
                 st.epoch = batch.producer_epoch;
                 st.batches.clear();
@@ -361,6 +411,7 @@ mod tests {
 
     fn state(epoch: i16, batches: &[(i32, i32, i64)]) -> ProducerState {
         ProducerState {
+            last_ms: 0,
             epoch,
             batches: batches
                 .iter()

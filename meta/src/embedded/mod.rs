@@ -105,6 +105,11 @@ const MIGRATIONS: &MigrationList = &[
         "message_keys",
         include_str!("../../migrations/sqlite/007_message_keys.sql"),
     ),
+    (
+        8,
+        "producer_batches",
+        include_str!("../../migrations/sqlite/008_producer_batches.sql"),
+    ),
 ];
 
 /// SQLite-backed [`crate::MetaStore`]: the shared SQL store on SQLite, with one writer

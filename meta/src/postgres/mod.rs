@@ -96,6 +96,11 @@ const MIGRATIONS: &MigrationList = &[
         "message_keys",
         include_str!("../../migrations/postgres/007_message_keys.sql"),
     ),
+    (
+        8,
+        "producer_batches",
+        include_str!("../../migrations/postgres/008_producer_batches.sql"),
+    ),
 ];
 
 /// PostgreSQL-backed [`crate::MetaStore`]: the shared SQL store on one connection pool (see the

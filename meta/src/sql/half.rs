@@ -49,6 +49,7 @@ pub(crate) async fn apply_effects<D: Dialect>(
                     .await
                     .map_err(D::db_err("deliver timer"))?;
             }
+            SegmentEffect::ProducerBatch(b) => super::producers::insert::<D>(tx, b).await?,
             SegmentEffect::KeysIndexed { shard, keys } => {
                 if !keys.is_empty() {
                     D::insert_keys(tx, *shard, keys).await?;

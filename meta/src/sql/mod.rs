@@ -26,6 +26,7 @@ mod leases;
 mod lookups;
 pub(crate) mod migrations;
 mod nodes;
+mod producers;
 mod retention;
 mod rows;
 pub(crate) mod section;

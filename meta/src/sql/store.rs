@@ -6,7 +6,7 @@ use sqlx::{Database, Pool};
 use stratus_compat::types::{CommitLogOffset, ConsumerGroup, QueueOffset, Topic};
 
 use super::dialect::Dialect;
-use super::{catalog, half, keys, leases, lookups, nodes, retention, segments};
+use super::{catalog, half, keys, leases, lookups, nodes, producers, retention, segments};
 use crate::error::Result;
 use crate::model::*;
 use crate::{MetaStore, SegmentCatalog};
@@ -236,6 +236,14 @@ impl<D: Dialect> MetaStore for SqlMeta<D> {
 
     async fn delete_group(&self, group: &ConsumerGroup) -> Result<bool> {
         catalog::delete_group(&self.writer, group).await
+    }
+
+    async fn producer_batches(&self, shard: ShardId) -> Result<Vec<ProducerBatch>> {
+        producers::producer_batches(&self.reader, shard).await
+    }
+
+    async fn expire_producer_batches(&self, before_ms: i64) -> Result<u64> {
+        producers::expire(&self.writer, before_ms).await
     }
 
     async fn delete_group_offsets(&self, group: &ConsumerGroup, shard: ShardId) -> Result<u64> {

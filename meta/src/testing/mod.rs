@@ -15,6 +15,7 @@ mod keys;
 mod leases;
 mod lookups;
 mod nodes;
+mod producers;
 mod retention;
 mod segments;
 
@@ -29,7 +30,7 @@ use crate::model::{
 
 /// Shards [`run_all`] creates after the shard-creation check. Checks use distinct ids:
 /// 0–3 shard creation, 4–10 leases, 11–20 commits, 21–23 lookups, 24–25 batches, 26–33 half
-/// messages, schedule progress and timers; 34–39 retention; 40–42 the key index; 9999 is a shard that never exists.
+/// messages, schedule progress and timers; 34–39 retention; 40–42 the key index; 43 producer batches; 9999 is a shard that never exists.
 const SHARDS: u32 = 44;
 
 /// Runs every conformance check against `store` (which must be empty). Panics on failure.
@@ -87,6 +88,7 @@ pub async fn run_all(store: &dyn MetaStore) {
 
     keys::keys_are_indexed_with_their_sections(store).await;
     keys::retention_removes_keys_of_deleted_sections(store).await;
+    producers::producer_batches_keep_the_newest_five_and_expire(store).await;
 
     nodes::node_heartbeat_list_remove(store).await;
     retention::retention_by_age_with_topic_override(store).await;
