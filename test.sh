@@ -48,11 +48,12 @@ fi
 step "cargo test --doc"
 cargo test --workspace --doc --locked 2>&1 | tee -a "$results"
 
-# The three-node Java run is the longest suite: with the S3 run below it runs there only
+# The three-node Java runs (RocketMQ and Kafka clients) are the longest suites: with the S3 run below they run there only
 # (on MinIO and PostgreSQL, the topology users deploy).
 skip_here=()
 if [ "${STRATUS_SKIP_S3:-0}" != "1" ]; then
-  skip_here=(--skip three_nodes_survive_a_kill_and_take_in_a_fourth_with_java_clients)
+  skip_here=(--skip three_nodes_survive_a_kill_and_take_in_a_fourth_with_java_clients
+    --skip kafka_clients_survive_a_kill_of_one_of_three_nodes)
 fi
 step "cargo test (unit, protocol and end-to-end suites; nodes on local directories)"
 cargo test --workspace --all-features --locked -- --test-threads="${STRATUS_TEST_THREADS:-2}" "${skip_here[@]}" 2>&1 | tee -a "$results"
@@ -69,7 +70,7 @@ if [ "${STRATUS_SKIP_S3:-0}" != "1" ]; then
     s3_start=$(date +%s)
     cargo test -p stratus-tests --all-features --locked \
       --test protocol --test transactions --test delay_retry --test s3 --test clients --test cluster \
-      --test mqadmin_cluster \
+      --test mqadmin_cluster --test kafka_cluster \
       -- --test-threads="${STRATUS_TEST_THREADS:-2}" 2>&1 | tee -a "$results"
     echo "S3 run: $(($(date +%s) - s3_start)) s"
   )
