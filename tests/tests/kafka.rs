@@ -212,3 +212,114 @@ fn rocketmq_and_kafka_clients_read_each_others_messages() {
         assert_eq!(e["bodyLen"], format!("v-{seq}").len());
     }
 }
+
+mod raw {
+    //! A Kafka connection spoken by hand, for requests no client would send.
+
+    use std::io::{Read, Write};
+    use std::net::{SocketAddr, TcpStream};
+    use std::time::Duration;
+
+    pub(super) fn connect(addr: SocketAddr) -> TcpStream {
+        let s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s
+    }
+
+    /// `length | api key | version | correlation | client id (i16 string) | [tags] | body`.
+    pub(super) fn frame(
+        key: i16,
+        version: i16,
+        correlation: i32,
+        flexible: bool,
+        body: &[u8],
+    ) -> Vec<u8> {
+        let mut r = Vec::new();
+        r.extend(key.to_be_bytes());
+        r.extend(version.to_be_bytes());
+        r.extend(correlation.to_be_bytes());
+        r.extend(4i16.to_be_bytes());
+        r.extend(b"test");
+        if flexible {
+            r.push(0);
+        }
+        r.extend(body);
+        let mut f = (r.len() as i32).to_be_bytes().to_vec();
+        f.extend(r);
+        f
+    }
+
+    /// The next answer: (correlation id, the rest), or `None` when the node closed.
+    pub(super) fn answer(s: &mut TcpStream) -> Option<(i32, Vec<u8>)> {
+        let mut len = [0u8; 4];
+        s.read_exact(&mut len).ok()?;
+        let mut body = vec![0u8; i32::from_be_bytes(len) as usize];
+        s.read_exact(&mut body).ok()?;
+        let c = i32::from_be_bytes(body[..4].try_into().unwrap());
+        Some((c, body[4..].to_vec()))
+    }
+
+    pub(super) fn send(s: &mut TcpStream, bytes: &[u8]) {
+        s.write_all(bytes).unwrap();
+    }
+
+    /// ApiVersions v3's body: client software name and version (compact strings), tags.
+    pub(super) fn api_versions_v3() -> Vec<u8> {
+        let mut b = vec![5];
+        b.extend(b"test");
+        b.push(2);
+        b.push(b'1');
+        b.push(0);
+        b
+    }
+}
+
+/// Requests no client sends get the reference's treatment: ApiVersions in a version the
+/// node does not serve is answered in v0 with UNSUPPORTED_VERSION and the served ranges;
+/// an unknown API key, a malformed body or an oversized request closes that connection;
+/// answers come in request order; the node keeps serving everyone else.
+#[test]
+fn bad_kafka_requests_are_refused_as_the_reference_refuses_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = Node::start(dir.path()).unwrap();
+    let addr = node.kafka;
+
+    // Pipelined: ApiVersions v3 twice and one v9; the answers in order.
+    let mut s = raw::connect(addr);
+    let v3 = raw::api_versions_v3();
+    let mut pipelined = raw::frame(18, 3, 1, true, &v3);
+    pipelined.extend(raw::frame(18, 9, 2, true, &v3));
+    pipelined.extend(raw::frame(18, 3, 3, true, &v3));
+    raw::send(&mut s, &pipelined);
+    let (c1, b1) = raw::answer(&mut s).unwrap();
+    let (c2, b2) = raw::answer(&mut s).unwrap();
+    let (c3, _) = raw::answer(&mut s).unwrap();
+    assert_eq!((c1, c2, c3), (1, 2, 3), "answers in request order");
+    assert_eq!(i16::from_be_bytes([b1[0], b1[1]]), 0);
+    assert_eq!(
+        i16::from_be_bytes([b2[0], b2[1]]),
+        35,
+        "UNSUPPORTED_VERSION"
+    );
+    let served = i32::from_be_bytes(b2[2..6].try_into().unwrap());
+    assert!(
+        served >= 20,
+        "the v0 answer lists the served APIs: {served}"
+    );
+
+    // Each of these closes its connection, and only its own.
+    let garbage_produce = raw::frame(0, 9, 4, true, &[0xff; 7]);
+    let unknown_key = raw::frame(999, 0, 5, false, &[]);
+    let produce_v1 = raw::frame(0, 1, 6, false, &[0; 16]);
+    let huge = (i32::MAX).to_be_bytes().to_vec();
+    let negative = (-5i32).to_be_bytes().to_vec();
+    for bad in [garbage_produce, unknown_key, produce_v1, huge, negative] {
+        let mut s = raw::connect(addr);
+        raw::send(&mut s, &bad);
+        assert!(raw::answer(&mut s).is_none(), "closed without an answer");
+    }
+    let mut s = raw::connect(addr);
+    raw::send(&mut s, &raw::frame(18, 3, 7, true, &v3));
+    assert_eq!(raw::answer(&mut s).unwrap().0, 7, "still serving");
+    assert!(!node.log_text().contains("panicked"), "no panic");
+}
