@@ -21,6 +21,26 @@ pub(crate) static REQUESTS: LazyLock<IntCounterVec> = LazyLock::new(|| {
     .expect("metric registers once")
 });
 
+/// Kafka requests received, by API.
+pub(crate) static KAFKA_REQUESTS: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    register_int_counter_vec!(
+        "stratus_gateway_kafka_requests_total",
+        "Kafka requests received, by API",
+        &["api"]
+    )
+    .expect("metric registers once")
+});
+
+/// Kafka records produced, by outcome: `acknowledged` (durable) or `failed`.
+pub(crate) static KAFKA_RECORDS: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    register_int_counter_vec!(
+        "stratus_gateway_kafka_produced_records_total",
+        "Kafka records produced: acknowledged (durable) or failed",
+        &["result"]
+    )
+    .expect("metric registers once")
+});
+
 /// Send requests (SEND_MESSAGE, SEND_MESSAGE_V2, SEND_BATCH_MESSAGE) by outcome:
 /// `acknowledged` (answered SUCCESS: durable) or `failed` (any other answer).
 pub(crate) static SENDS: LazyLock<IntCounterVec> = LazyLock::new(|| {

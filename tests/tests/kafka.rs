@@ -313,7 +313,19 @@ fn bad_kafka_requests_are_refused_as_the_reference_refuses_them() {
     let produce_v1 = raw::frame(0, 1, 6, false, &[0; 16]);
     let huge = (i32::MAX).to_be_bytes().to_vec();
     let negative = (-5i32).to_be_bytes().to_vec();
-    for bad in [garbage_produce, unknown_key, produce_v1, huge, negative] {
+    // 14 bytes claiming 2^31 topics (v0) or 2^32 (v12, compact): the decoder would size
+    // its vector from the count and the allocation would abort the process.
+    let billions_of_topics = raw::frame(3, 0, 8, false, &0x7fff_fff0i32.to_be_bytes());
+    let billions_compact = raw::frame(3, 12, 9, true, &[0xfe, 0xff, 0xff, 0xff, 0x0f]);
+    for bad in [
+        garbage_produce,
+        unknown_key,
+        produce_v1,
+        huge,
+        negative,
+        billions_of_topics,
+        billions_compact,
+    ] {
         let mut s = raw::connect(addr);
         raw::send(&mut s, &bad);
         assert!(raw::answer(&mut s).is_none(), "closed without an answer");

@@ -16,11 +16,11 @@ use futures::future::BoxFuture;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
+use kafka_protocol::protocol::{Encodable, StrBytes};
+use stratus_compat::kafka::request::{self, Request, RequestError};
 
 use super::Kafka;
-use super::net::{Conn, peek_header};
-use super::versions;
+use super::net::Conn;
 
 /// What the writer does for one request, in its turn.
 #[derive(Debug)]
@@ -47,115 +47,114 @@ pub(crate) struct Ctx {
 /// Decodes `frame` and starts its work. Produce appends here, on the connection's reader,
 /// so a partition's batches keep the order they came in. `Err` closes the connection.
 pub(crate) fn start(kafka: &Arc<Kafka>, conn: &Conn, frame: Bytes) -> Result<Task, String> {
-    let Some((key, version, correlation)) = peek_header(&frame) else {
-        return Err("short request header".into());
-    };
-    let Ok(api) = ApiKey::try_from(key) else {
-        return Err(format!("unknown API key {key}"));
-    };
-    let Some((lo, hi)) = versions::range(api) else {
-        return Err(format!("API {api:?} is not served"));
-    };
-    if !(lo..=hi).contains(&version) {
-        if api == ApiKey::ApiVersions {
+    let decoded = match request::decode(frame) {
+        Ok(d) => d,
+        Err(RequestError::Unsupported {
+            api: ApiKey::ApiVersions,
+            correlation,
+            ..
+        }) => {
             let resp = api_versions(ResponseError::UnsupportedVersion.code());
             let frame = encode_frame(correlation, 0, &resp, 0);
             return Ok(async move { frame }.boxed());
         }
-        return Err(format!("{api:?} v{version} is not served (v{lo} to v{hi})"));
-    }
-    let mut buf = frame;
-    let header = RequestHeader::decode(&mut buf, api.request_header_version(version))
-        .map_err(|e| format!("{api:?} v{version}: bad request header: {e}"))?;
+        Err(e) => return Err(e.to_string()),
+    };
+    let api = decoded.api;
+    let version = decoded.version;
+    let correlation = decoded.correlation;
+    crate::metrics::KAFKA_REQUESTS
+        .with_label_values(&[api_name(api)])
+        .inc();
     let ctx = Ctx {
         conn: conn.clone(),
         version,
-        client_id: header
-            .client_id
-            .as_ref()
-            .map(|c| c.as_str().to_owned())
-            .unwrap_or_default(),
+        client_id: decoded.client_id,
     };
     let kafka = kafka.clone();
-    macro_rules! decode {
-        ($req:ty) => {
-            <$req>::decode(&mut buf, version)
-                .map_err(|e| format!("{api:?} v{version}: malformed request: {e}"))?
-        };
-    }
+    let header_version = api.response_header_version(version);
     macro_rules! serve {
-        ($req:ty, $handler:path) => {{
-            let req = decode!($req);
+        ($req:expr, $handler:path) => {{
+            let req = $req;
             async move {
                 let resp = $handler(&kafka, &ctx, req).await;
-                encode_frame(
-                    correlation,
-                    api.response_header_version(version),
-                    &resp,
-                    version,
-                )
+                encode_frame(correlation, header_version, &resp, version)
             }
             .boxed()
         }};
     }
-    let task: Task = match api {
-        ApiKey::ApiVersions => {
-            let _req = decode!(ApiVersionsRequest);
-            let resp = api_versions(0);
-            let frame = encode_frame(correlation, 0, &resp, version);
+    let task: Task = match decoded.body {
+        Request::ApiVersions(_) => {
+            // The answer's header is v0 in every version (KIP-511).
+            let frame = encode_frame(correlation, 0, &api_versions(0), version);
             async move { frame }.boxed()
         }
-        ApiKey::Produce => {
-            let req = decode!(ProduceRequest);
+        Request::Produce(req) => {
             let pending = super::produce::start(&kafka, &ctx, req);
             async move {
                 match pending.await {
-                    Some(resp) => encode_frame(
-                        correlation,
-                        api.response_header_version(version),
-                        &resp,
-                        version,
-                    ),
+                    Some(resp) => encode_frame(correlation, header_version, &resp, version),
                     None => Answer::Silent,
                 }
             }
             .boxed()
         }
-        ApiKey::Metadata => serve!(MetadataRequest, super::metadata::metadata),
-        ApiKey::DescribeCluster => {
-            serve!(DescribeClusterRequest, super::metadata::describe_cluster)
-        }
-        ApiKey::FindCoordinator => {
-            serve!(FindCoordinatorRequest, super::metadata::find_coordinator)
-        }
-        ApiKey::Fetch => serve!(FetchRequest, super::fetch::fetch),
-        ApiKey::ListOffsets => serve!(ListOffsetsRequest, super::fetch::list_offsets),
-        ApiKey::InitProducerId => serve!(InitProducerIdRequest, super::produce::init_producer_id),
-        ApiKey::JoinGroup => serve!(JoinGroupRequest, super::groups::join),
-        ApiKey::SyncGroup => serve!(SyncGroupRequest, super::groups::sync),
-        ApiKey::Heartbeat => serve!(HeartbeatRequest, super::groups::heartbeat),
-        ApiKey::LeaveGroup => serve!(LeaveGroupRequest, super::groups::leave),
-        ApiKey::ListGroups => serve!(ListGroupsRequest, super::groups::list),
-        ApiKey::DescribeGroups => serve!(DescribeGroupsRequest, super::groups::describe),
-        ApiKey::DeleteGroups => serve!(DeleteGroupsRequest, super::groups::delete),
-        ApiKey::OffsetCommit => serve!(OffsetCommitRequest, super::offsets::commit),
-        ApiKey::OffsetFetch => serve!(OffsetFetchRequest, super::offsets::fetch),
-        ApiKey::CreateTopics => serve!(CreateTopicsRequest, super::admin::create_topics),
-        ApiKey::DeleteTopics => serve!(DeleteTopicsRequest, super::admin::delete_topics),
-        ApiKey::CreatePartitions => {
-            serve!(CreatePartitionsRequest, super::admin::create_partitions)
-        }
-        ApiKey::DescribeConfigs => serve!(DescribeConfigsRequest, super::admin::describe_configs),
-        other => return Err(format!("API {other:?} is not served")),
+        Request::Metadata(r) => serve!(r, super::metadata::metadata),
+        Request::DescribeCluster(r) => serve!(r, super::metadata::describe_cluster),
+        Request::FindCoordinator(r) => serve!(r, super::metadata::find_coordinator),
+        Request::Fetch(r) => serve!(r, super::fetch::fetch),
+        Request::ListOffsets(r) => serve!(r, super::fetch::list_offsets),
+        Request::InitProducerId(r) => serve!(r, super::produce::init_producer_id),
+        Request::JoinGroup(r) => serve!(r, super::groups::join),
+        Request::SyncGroup(r) => serve!(r, super::groups::sync),
+        Request::Heartbeat(r) => serve!(r, super::groups::heartbeat),
+        Request::LeaveGroup(r) => serve!(r, super::groups::leave),
+        Request::ListGroups(r) => serve!(r, super::groups::list),
+        Request::DescribeGroups(r) => serve!(r, super::groups::describe),
+        Request::DeleteGroups(r) => serve!(r, super::groups::delete),
+        Request::OffsetCommit(r) => serve!(r, super::offsets::commit),
+        Request::OffsetFetch(r) => serve!(r, super::offsets::fetch),
+        Request::CreateTopics(r) => serve!(r, super::admin::create_topics),
+        Request::DeleteTopics(r) => serve!(r, super::admin::delete_topics),
+        Request::CreatePartitions(r) => serve!(r, super::admin::create_partitions),
+        Request::DescribeConfigs(r) => serve!(r, super::admin::describe_configs),
     };
     Ok(task)
+}
+
+/// The metrics label of an API.
+fn api_name(api: ApiKey) -> &'static str {
+    match api {
+        ApiKey::Produce => "Produce",
+        ApiKey::Fetch => "Fetch",
+        ApiKey::ListOffsets => "ListOffsets",
+        ApiKey::Metadata => "Metadata",
+        ApiKey::OffsetCommit => "OffsetCommit",
+        ApiKey::OffsetFetch => "OffsetFetch",
+        ApiKey::FindCoordinator => "FindCoordinator",
+        ApiKey::JoinGroup => "JoinGroup",
+        ApiKey::Heartbeat => "Heartbeat",
+        ApiKey::LeaveGroup => "LeaveGroup",
+        ApiKey::SyncGroup => "SyncGroup",
+        ApiKey::DescribeGroups => "DescribeGroups",
+        ApiKey::ListGroups => "ListGroups",
+        ApiKey::ApiVersions => "ApiVersions",
+        ApiKey::CreateTopics => "CreateTopics",
+        ApiKey::DeleteTopics => "DeleteTopics",
+        ApiKey::InitProducerId => "InitProducerId",
+        ApiKey::DescribeConfigs => "DescribeConfigs",
+        ApiKey::CreatePartitions => "CreatePartitions",
+        ApiKey::DeleteGroups => "DeleteGroups",
+        ApiKey::DescribeCluster => "DescribeCluster",
+        _ => "other",
+    }
 }
 
 /// The ApiVersions answer: every API served with its range.
 fn api_versions(error_code: i16) -> ApiVersionsResponse {
     let mut resp = ApiVersionsResponse::default();
     resp.error_code = error_code;
-    resp.api_keys = versions::SUPPORTED
+    resp.api_keys = request::SUPPORTED
         .iter()
         .map(|(key, lo, hi)| {
             let mut v = ApiVersion::default();
@@ -169,7 +168,7 @@ fn api_versions(error_code: i16) -> ApiVersionsResponse {
 }
 
 /// `length | response header | body`.
-fn encode_frame<R: Encodable + HeaderVersion>(
+fn encode_frame<R: Encodable>(
     correlation: i32,
     header_version: i16,
     resp: &R,

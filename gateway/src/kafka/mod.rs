@@ -3,8 +3,8 @@
 //!
 //! Read top-down: [`net`] accepts connections and cuts frames, answering each connection's
 //! requests in the order they came (Kafka clients match answers to their oldest request);
-//! [`dispatch`] checks the API and version ([`versions`]) and routes each request to its
-//! module; the modules answer from the node core. [`codes`] maps errors to Kafka error
+//! [`dispatch`] decodes each request (`stratus_compat::kafka::request`: the APIs and
+//! versions served) and routes it to its module; the modules answer from the node core. [`codes`] maps errors to Kafka error
 //! codes, once; [`convert`] turns Kafka records into stored messages and back.
 //!
 //! Brokers and partitions. Shard `s` is Kafka broker `s`, served on `kafka.listen_addr`'s
@@ -24,7 +24,6 @@ pub(crate) mod metadata;
 pub(crate) mod net;
 pub(crate) mod offsets;
 pub(crate) mod produce;
-pub(crate) mod versions;
 
 #[cfg(test)]
 mod handler_tests;

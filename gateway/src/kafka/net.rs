@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use stratus_meta::ShardId;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -227,13 +227,4 @@ async fn serve(
         writer.abort();
     }
     closed.cancel();
-}
-
-/// Reads the request header's fixed part: (api key, version, correlation id).
-pub(crate) fn peek_header(frame: &Bytes) -> Option<(i16, i16, i32)> {
-    let mut b = frame.clone();
-    if b.remaining() < 8 {
-        return None;
-    }
-    Some((b.get_i16(), b.get_i16(), b.get_i32()))
 }

@@ -190,6 +190,10 @@ pub(crate) fn start(
                                 code = super::codes::segment(&e);
                             }
                         }
+                        let outcome = if code == 0 { "acknowledged" } else { "failed" };
+                        crate::metrics::KAFKA_RECORDS
+                            .with_label_values(&[outcome])
+                            .inc_by(u64::try_from(count).unwrap_or(0));
                         if code != 0 {
                             kafka.node.stats.on_put_failed();
                             if let Some(k) = key {
