@@ -431,9 +431,9 @@ async fn mutated_requests_never_panic_the_front_end() {
     mt.name = Some(TopicName(sb("m")));
     meta.topics = Some(vec![mt]);
     let mut fetch = FetchRequest::default();
-    let mut ft = fetch_request::FetchTopic::default();
+    let mut ft = FetchTopic::default();
     ft.topic = TopicName(sb("m"));
-    let mut fp = fetch_request::FetchPartition::default();
+    let mut fp = FetchPartition::default();
     fp.partition_max_bytes = 1 << 16;
     ft.partitions = vec![fp];
     fetch.topics = vec![ft];
