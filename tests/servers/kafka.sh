@@ -223,8 +223,15 @@ EOF
   fi
   if [ ! -f "$dir/data/meta.properties" ]; then
     local cluster_id
-    # What `StorageTool random-uuid` prints (16 random bytes, base64url), without a JVM.
-    cluster_id=$(python3 -c 'import base64, uuid; print(base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode())')
+    # What `StorageTool random-uuid` prints (16 random bytes, base64url, never starting with
+    # '-', which the tool's argument parser would take for an option), without a JVM.
+    cluster_id=$(python3 -c '
+import base64, uuid
+while True:
+    s = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    if not s.startswith("-"):
+        print(s)
+        break')
     java "${jvm[@]}" kafka.tools.StorageTool format --standalone -t "$cluster_id" \
       -c "$dir/server.properties" >"$dir/logs/format.log" 2>&1 ||
       { cat "$dir/logs/format.log" >&2; die "storage format failed"; }
