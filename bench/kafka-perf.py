@@ -78,6 +78,15 @@ def parse(prefix):
         else:
             r["kind"] = "failed"
             r["msgs"] = 0
+    for key, name in (
+        ("request_latency_avg", "request-latency-avg"),
+        ("record_queue_time_avg", "record-queue-time-avg"),
+        ("records_per_request", "records-per-request-avg"),
+        ("request_rate", "request-rate"),
+    ):
+        mm = re.search(r"^producer-metrics:" + name + r":\{[^}]*\}\s*:\s*([\d.]+)", text, re.M)
+        if mm:
+            r[key] = float(mm.group(1))
     if r["msgs"]:
         r["cpu_ms_per_1k"] = r["cpu_s"] * 1000 / r["msgs"] * 1000
     if r["objects"] and r["wall_s"]:
@@ -95,7 +104,9 @@ def line(prefix):
         print(
             f"  {name}: {r['msgs']} msgs, {r['msgs_per_s']:.0f} msgs/s, {r['mb_per_s']:.1f} MB/s, "
             f"latency avg {r['lat_avg']:.1f} p50 {r['lat_p50']} p99 {r['lat_p99']} max "
-            f"{r['lat_max']:.0f} ms; {cpu}{obj}; load {r['load_before']} -> {r['load_after']}{bad}"
+            f"{r['lat_max']:.0f} ms; request latency {r.get('request_latency_avg', 0):.1f} ms, "
+            f"{r.get('records_per_request', 0):.0f} records/request, buffer wait "
+            f"{r.get('record_queue_time_avg', 0):.0f} ms; {cpu}{obj}; load {r['load_before']} -> {r['load_after']}{bad}"
         )
     elif r["kind"] == "consume":
         print(
@@ -137,6 +148,9 @@ def summary(res):
         ("latency avg ms", "lat_avg", "{:.1f}"),
         ("latency p50 ms", "lat_p50", "{:.0f}"),
         ("latency p99 ms", "lat_p99", "{:.0f}"),
+        ("producer request latency avg ms", "request_latency_avg", "{:.1f}"),
+        ("records / request", "records_per_request", "{:.0f}"),
+        ("record wait in producer buffer ms", "record_queue_time_avg", "{:.0f}"),
         ("fetch-only msgs/s", "fetch_msgs_per_s", "{:.0f}"),
         ("server CPU ms / 1k msgs", "cpu_ms_per_1k", "{:.1f}"),
         ("objects / s", "objects_per_s", "{:.0f}"),

@@ -15,7 +15,9 @@
 # connection per broker, N requests outstanding on it), then ConsumerPerformance drains
 # what the measured runs wrote. For every workload the server process's CPU time
 # (utime+stime from /proc/PID/stat), the load average before and after and, for Stratus,
-# the objects written (files under DATA/objects; one per flush) are recorded.
+# the objects written (files under DATA/objects; one per flush) are recorded, and from the
+# producer's own metrics (--print-metrics) its request latency, records per request and the
+# time records wait in its buffer.
 #
 # Columns (KBENCH_SYSTEMS):
 #   kafka        Apache Kafka, its stock settings: acks=all is answered once the batch is
@@ -186,7 +188,7 @@ workload() {
 
 produce() { # system name pid data topic records inflight
   workload "$1" "$2" "$3" "$4" tool ProducerPerformance --bootstrap-server "$BOOT" \
-    --topic "$5" --num-records "$6" --record-size "$SIZE" --throughput -1 \
+    --topic "$5" --num-records "$6" --record-size "$SIZE" --throughput -1 --print-metrics \
     --command-property acks=all enable.idempotence=false \
     "max.in.flight.requests.per.connection=$7" client.id="perf-$2"
 }
@@ -292,6 +294,7 @@ done
   echo "kafka_heap=$KAFKA_HEAP_OPTS"
   echo "kafka_jvm=$KAFKA_JVM_PERFORMANCE_OPTS"
   echo "stratus=$("$STRATUS" --version 2>/dev/null | sed 's/^stratus //') ($(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown))"
-  echo "linger=$(grep -m1 -o 'linger[^,]*' "$RES/stratus/stratus.log" 2>/dev/null || echo unknown)"
+  echo "stratus_linger=${STRATUS_STORAGE__LINGER:-2ms (the default on a local directory)}"
+  echo "stratus_upload_concurrency=${STRATUS_STORAGE__UPLOAD_CONCURRENCY:-4 (the default)}"
 } >"$RES/machine.txt"
 python3 "$ROOT/bench/kafka-perf.py" summary "$RES"
