@@ -5,6 +5,7 @@ server-side figures (CPU ticks, objects, load averages) beside them.
   kafka-perf.py line PREFIX     one workload (PREFIX.out/.err/.env) as one line
   kafka-perf.py rate PREFIX     the records/s of a producer run
   kafka-perf.py summary RESDIR  the table and the ratios; writes RESDIR/summary.{json,md}
+  kafka-perf.py runs RESDIR...  the main figures of several runs side by side (markdown)
 """
 import json
 import os
@@ -184,6 +185,64 @@ def summary(res):
     print(md)
 
 
+def runs(dirs):
+    data = [json.load(open(os.path.join(d, "summary.json"))) for d in dirs]
+    systems = [s for s in ("kafka", "kafka-fsync", "stratus") if any(s in d for d in data)]
+    rows = [
+        ("produce-inflight-8", "msgs/s", "msgs_per_s", "{:,.0f}"),
+        ("produce-inflight-8", "MB/s", "mb_per_s", "{:.1f}"),
+        ("produce-inflight-8", "latency avg / p50 / p99 ms", None, None),
+        ("produce-inflight-8", "request latency ms", "request_latency_avg", "{:.1f}"),
+        ("produce-inflight-8", "server CPU ms / 1k msgs", "cpu_ms_per_1k", "{:.1f}"),
+        ("produce-inflight-8", "objects / s", "objects_per_s", "{:.0f}"),
+        ("produce-inflight-64", "msgs/s", "msgs_per_s", "{:,.0f}"),
+        ("produce-inflight-64", "MB/s", "mb_per_s", "{:.1f}"),
+        ("produce-inflight-64", "latency avg / p50 / p99 ms", None, None),
+        ("produce-inflight-64", "request latency ms", "request_latency_avg", "{:.1f}"),
+        ("produce-inflight-64", "server CPU ms / 1k msgs", "cpu_ms_per_1k", "{:.1f}"),
+        ("produce-inflight-64", "objects / s", "objects_per_s", "{:.0f}"),
+        ("consume", "msgs/s", "msgs_per_s", "{:,.0f}"),
+        ("consume", "MB/s", "mb_per_s", "{:.1f}"),
+        ("consume", "fetch-only msgs/s", "fetch_msgs_per_s", "{:,.0f}"),
+        ("consume", "server CPU ms / 1k msgs", "cpu_ms_per_1k", "{:.1f}"),
+    ]
+    refs = [s for s in ("kafka", "kafka-fsync") if s in systems]
+    head = ["workload", "figure"] + systems + [f"stratus / {r}" for r in refs if "stratus" in systems]
+    out = ["| " + " | ".join(head) + " |", "|---|---|" + "---:|" * (len(head) - 2)]
+
+    def cell(r, key, fmt):
+        if r is None:
+            return None
+        if key is None:
+            if "lat_avg" not in r:
+                return None
+            return f"{r['lat_avg']:.0f} / {r['lat_p50']} / {r['lat_p99']}"
+        v = r.get(key)
+        return None if v is None else fmt.format(v)
+
+    for w, label, key, fmt in rows:
+        cells = []
+        for s in systems:
+            vals = [cell(d.get(s, {}).get(w), key, fmt) for d in data]
+            cells.append(" · ".join(v or "–" for v in vals))
+        if all(c.strip("–· ") == "" for c in cells):
+            continue
+        if "stratus" in systems:
+            for ref in refs:
+                ratios = []
+                for d in data:
+                    a = d.get("stratus", {}).get(w, {})
+                    b = d.get(ref, {}).get(w, {})
+                    k = key or "lat_p50"
+                    ratios.append(f"{a[k] / b[k]:.2f}" if a.get(k) is not None and b.get(k) else "–")
+                cells.append(" · ".join(ratios))
+        out.append("| " + " | ".join([w, label] + cells) + " |")
+    print("\n".join(out))
+
+
 if __name__ == "__main__":
-    cmd, arg = sys.argv[1], sys.argv[2]
-    {"line": line, "rate": rate, "summary": summary}[cmd](arg)
+    cmd, args = sys.argv[1], sys.argv[2:]
+    if cmd == "runs":
+        runs(args)
+    else:
+        {"line": line, "rate": rate, "summary": summary}[cmd](args[0])
