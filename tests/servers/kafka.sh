@@ -10,10 +10,18 @@
 #                               free port of its own; prints host:port once the port answers
 #   kafka.sh stop DIR           stop the node started in DIR (by its pid file only)
 #   kafka.sh status DIR         exit 0 and print host:port when it is running
+#   kafka.sh tools              resolve the command-line tools once (`org.apache.kafka:kafka-tools`
+#                               with its runtime dependencies: ProducerPerformance,
+#                               ConsumerPerformance, TopicCommand, ...) and print their lib dir
 #
 # The jars (`org.apache.kafka:kafka_2.13` with its runtime dependencies) are cached in
-# ${STRATUS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/stratus}/kafka-<version>/lib.
-# KAFKA_HEAP_OPTS overrides the JVM heap flags (default -Xmx512m -Xms256m). With
+# ${STRATUS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/stratus}/kafka-<version>/lib, the tools
+# in kafka-<version>/tools (a classpath of their own: `java -cp "$tools/*" CLASS ARGS`).
+# KAFKA_HEAP_OPTS overrides the JVM heap flags (default -Xmx512m -Xms256m),
+# KAFKA_JVM_PERFORMANCE_OPTS the GC and JIT flags (default -XX:+UseSerialGC
+# -XX:TieredStopAtLevel=1: a quick start, not a fast broker). KAFKA_SERVER_PROPS (lines of
+# key=value) is appended to the generated server.properties; a key given there overrides
+# the default above it (Java properties keep the last value). With
 # KAFKA_REQUEST_LOG=1 every request the broker completes is logged to DIR/logs/requests.log
 # (its header: API key and version, client id, client software name and version).
 set -euo pipefail
@@ -24,13 +32,14 @@ LOG4J_VERSION=2.25.5
 cache_root=${STRATUS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/stratus}
 home="$cache_root/kafka-$KAFKA_VERSION"
 lib="$home/lib"
+tools_lib="$home/tools"
 
 log() { echo "[kafka.sh] $*" >&2; }
 die() { log "$*"; exit 1; }
 
 cmd=${1:-}
 dir=${2:-}
-[ -n "$cmd" ] || die "usage: $0 install|installed|start|stop|status DIR [PORT]"
+[ -n "$cmd" ] || die "usage: $0 install|installed|tools|start|stop|status DIR [PORT]"
 
 installed() { [ -f "$lib/.done" ]; }
 
@@ -76,6 +85,47 @@ EOF
   echo "$lib"
 }
 
+tools() {
+  if [ -f "$tools_lib/.done" ]; then
+    echo "$tools_lib"
+    return 0
+  fi
+  command -v mvn >/dev/null || die "Maven is needed to fetch the Kafka tools"
+  command -v java >/dev/null || die "Java 17+ is needed to run the Kafka tools"
+  log "resolving the Kafka $KAFKA_VERSION tools from Maven Central"
+  local work
+  work=$(mktemp -d)
+  cat >"$work/pom.xml" <<EOF
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>org.stratus.test</groupId>
+  <artifactId>kafka-tools-jars</artifactId>
+  <version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency>
+      <groupId>org.apache.kafka</groupId>
+      <artifactId>kafka-tools</artifactId>
+      <version>$KAFKA_VERSION</version>
+    </dependency>
+    <dependency>
+      <groupId>org.apache.logging.log4j</groupId>
+      <artifactId>log4j-slf4j-impl</artifactId>
+      <version>$LOG4J_VERSION</version>
+    </dependency>
+  </dependencies>
+</project>
+EOF
+  rm -rf "$tools_lib"
+  mkdir -p "$tools_lib"
+  (cd "$work" && mvn -q -B -ntp -Dstyle.color=never dependency:copy-dependencies \
+    -DincludeScope=runtime -DoutputDirectory="$tools_lib") >&2
+  rm -rf "$work"
+  [ -f "$tools_lib/kafka-tools-$KAFKA_VERSION.jar" ] || die "kafka-tools-$KAFKA_VERSION.jar missing after resolution"
+  touch "$tools_lib/.done"
+  echo "$tools_lib"
+}
+
 need_dir() {
   [ -n "$dir" ] || die "usage: $0 $cmd DIR [PORT]"
   mkdir -p "$dir"
@@ -92,7 +142,8 @@ free_port() {
 
 java_flags() { # the JVM options of both the storage tool and the server, one per line
   # shellcheck disable=SC2086 # the heap options are a word list
-  printf '%s\n' ${KAFKA_HEAP_OPTS:--Xmx512m -Xms256m} -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
+  printf '%s\n' ${KAFKA_HEAP_OPTS:--Xmx512m -Xms256m} \
+    ${KAFKA_JVM_PERFORMANCE_OPTS:--XX:+UseSerialGC -XX:TieredStopAtLevel=1} \
     -Djava.awt.headless=true -Dlog4j2.configurationFile="$dir/log4j2.properties" -cp "$lib/*"
 }
 
@@ -167,10 +218,20 @@ auto.create.topics.enable=true
 delete.topic.enable=true
 log.flush.interval.messages=9223372036854775807
 EOF
+  if [ -n "${KAFKA_SERVER_PROPS:-}" ]; then
+    printf '%s\n' "$KAFKA_SERVER_PROPS" >>"$dir/server.properties"
+  fi
   if [ ! -f "$dir/data/meta.properties" ]; then
     local cluster_id
-    # What `StorageTool random-uuid` prints (16 random bytes, base64url), without a JVM.
-    cluster_id=$(python3 -c 'import base64, uuid; print(base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode())')
+    # What `StorageTool random-uuid` prints (16 random bytes, base64url, never starting with
+    # '-', which the tool's argument parser would take for an option), without a JVM.
+    cluster_id=$(python3 -c '
+import base64, uuid
+while True:
+    s = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    if not s.startswith("-"):
+        print(s)
+        break')
     java "${jvm[@]}" kafka.tools.StorageTool format --standalone -t "$cluster_id" \
       -c "$dir/server.properties" >"$dir/logs/format.log" 2>&1 ||
       { cat "$dir/logs/format.log" >&2; die "storage format failed"; }
@@ -215,11 +276,12 @@ stop() {
 case "$cmd" in
   install) install ;;
   installed) installed ;;
+  tools) tools ;;
   start) start "$@" ;;
   stop) stop ;;
   status)
     need_dir
     if running; then cat "$dir/addr"; else log "not running in $dir"; exit 3; fi
     ;;
-  *) die "unknown command $cmd (install|installed|start|stop|status)" ;;
+  *) die "unknown command $cmd (install|installed|tools|start|stop|status)" ;;
 esac
