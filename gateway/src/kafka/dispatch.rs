@@ -44,9 +44,62 @@ pub(crate) struct Ctx {
     pub(crate) client_id: String,
 }
 
-/// Decodes `frame` and starts its work. Produce appends here, on the connection's reader,
-/// so a partition's batches keep the order they came in. `Err` closes the connection.
+/// A request decoded, not started yet: a Produce with its batches already turned into
+/// stored messages, waiting for its turn to append; anything else, its work.
+pub(crate) enum Staged {
+    /// The work of any request but Produce.
+    Ready(Task),
+    /// A Produce, prepared.
+    Produce {
+        prepared: super::produce::PreparedProduce,
+        correlation: i32,
+        header_version: i16,
+        version: i16,
+    },
+}
+
+impl std::fmt::Debug for Staged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Staged::Ready(_) => f.write_str("Ready"),
+            Staged::Produce { prepared, .. } => f.debug_tuple("Produce").field(prepared).finish(),
+        }
+    }
+}
+
+/// Starts a staged request: a Produce appends now (call in the connection's order, so a
+/// partition's batches keep the order they came in).
+pub(crate) fn start_staged(kafka: &Arc<Kafka>, staged: Staged) -> Task {
+    match staged {
+        Staged::Ready(task) => task,
+        Staged::Produce {
+            prepared,
+            correlation,
+            header_version,
+            version,
+        } => {
+            let pending = super::produce::append(kafka, prepared);
+            async move {
+                match pending.await {
+                    Some(resp) => encode_frame(correlation, header_version, &resp, version),
+                    None => Answer::Silent,
+                }
+            }
+            .boxed()
+        }
+    }
+}
+
+/// Decodes `frame` and starts its work at once (tests; the connection stages first).
+#[cfg(test)]
 pub(crate) fn start(kafka: &Arc<Kafka>, conn: &Conn, frame: Bytes) -> Result<Task, String> {
+    stage(kafka, conn, frame).map(|s| start_staged(kafka, s))
+}
+
+/// Decodes `frame`; a Produce's batches are decoded and converted here too (this may run
+/// on any task, in parallel with other requests of the connection). `Err` closes the
+/// connection.
+pub(crate) fn stage(kafka: &Arc<Kafka>, conn: &Conn, frame: Bytes) -> Result<Staged, String> {
     let decoded = match request::decode(frame) {
         Ok(d) => d,
         Err(RequestError::Unsupported {
@@ -56,7 +109,7 @@ pub(crate) fn start(kafka: &Arc<Kafka>, conn: &Conn, frame: Bytes) -> Result<Tas
         }) => {
             let resp = api_versions(ResponseError::UnsupportedVersion.code());
             let frame = encode_frame(correlation, 0, &resp, 0);
-            return Ok(async move { frame }.boxed());
+            return Ok(Staged::Ready(async move { frame }.boxed()));
         }
         Err(e) => return Err(e.to_string()),
     };
@@ -90,14 +143,12 @@ pub(crate) fn start(kafka: &Arc<Kafka>, conn: &Conn, frame: Bytes) -> Result<Tas
             async move { frame }.boxed()
         }
         Request::Produce(req) => {
-            let pending = super::produce::start(&kafka, &ctx, req);
-            async move {
-                match pending.await {
-                    Some(resp) => encode_frame(correlation, header_version, &resp, version),
-                    None => Answer::Silent,
-                }
-            }
-            .boxed()
+            return Ok(Staged::Produce {
+                prepared: super::produce::prepare(&kafka, &ctx, req),
+                correlation,
+                header_version,
+                version,
+            });
         }
         Request::Metadata(r) => serve!(r, super::metadata::metadata),
         Request::DescribeCluster(r) => serve!(r, super::metadata::describe_cluster),
@@ -119,7 +170,7 @@ pub(crate) fn start(kafka: &Arc<Kafka>, conn: &Conn, frame: Bytes) -> Result<Tas
         Request::CreatePartitions(r) => serve!(r, super::admin::create_partitions),
         Request::DescribeConfigs(r) => serve!(r, super::admin::describe_configs),
     };
-    Ok(task)
+    Ok(Staged::Ready(task))
 }
 
 /// The metrics label of an API.

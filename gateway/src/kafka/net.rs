@@ -5,10 +5,14 @@
 //! the connection, as the reference's `socket.request.max.bytes` does. Requests of one
 //! connection run concurrently (up to `limits.max_in_flight_per_connection`) but are
 //! answered in the order they came: Kafka clients match an answer to their oldest request
-//! in flight. The reader hands each request's work to a task and its handle to the writer
-//! through a bounded queue, so a connection at its limit is not read (TCP holds the client
-//! back). A request that must not be answered (a Produce with `acks = 0`) still takes its
-//! turn. Each request also takes one of the node's in-flight permits while it works.
+//! in flight. Three stages, joined by bounded queues, so a connection at its limit is not
+//! read (TCP holds the client back): the reader cuts frames and spawns each one's decoding
+//! (a Produce's decompression, CRC checks and conversion to stored messages run there, in
+//! parallel for pipelined requests); the sequencer takes the decoded requests in arrival
+//! order and starts each (a Produce appends then, so a partition's batches keep their
+//! order); the writer writes the answers in the same order. A request that must not be
+//! answered (a Produce with `acks = 0`) still takes its turn. Each request takes one of the
+//! node's in-flight permits while it works.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -24,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, info_span, warn};
 
 use super::Kafka;
-use super::dispatch::{self, Answer};
+use super::dispatch::{self, Answer, Staged};
 use crate::tls::Stream;
 
 static NEXT_CONN_ID: AtomicU64 = AtomicU64::new(1);
@@ -129,9 +133,13 @@ async fn serve(
 ) {
     let (mut rd, mut wr) = tokio::io::split(stream);
     let limits = &kafka.node.config.limits;
-    let (tx, mut rx) =
-        mpsc::channel::<tokio::task::JoinHandle<Answer>>(limits.max_in_flight_per_connection);
+    let depth = limits.max_in_flight_per_connection;
+    let (tx, mut rx) = mpsc::channel::<tokio::task::JoinHandle<Answer>>(depth);
+    type Decoding = tokio::task::JoinHandle<Result<Staged, String>>;
+    let (staged_tx, mut staged_rx) = mpsc::channel::<Decoding>(depth);
     let closed = CancellationToken::new();
+    // Set by the sequencer on a request that cannot be served: stop reading.
+    let bad = CancellationToken::new();
     let conn = Conn {
         peer,
         shard: serves.shard,
@@ -162,6 +170,35 @@ async fn serve(
         writer_closed.cancel();
         let _ = wr.shutdown().await;
     });
+    let sequencer = {
+        let kafka = kafka.clone();
+        let bad = bad.clone();
+        tokio::spawn(async move {
+            while let Some(handle) = staged_rx.recv().await {
+                let staged = match handle.await {
+                    Ok(Ok(s)) => s,
+                    Ok(Err(why)) => {
+                        debug!(%why, "closing kafka connection: bad request");
+                        break;
+                    }
+                    Err(e) => {
+                        warn!(error = %e, "kafka request decoding failed; closing");
+                        break;
+                    }
+                };
+                let task = dispatch::start_staged(&kafka, staged);
+                let permits = kafka.node.in_flight.clone();
+                let handle = tokio::spawn(async move {
+                    let _permit = permits.acquire_owned().await;
+                    task.await
+                });
+                if tx.send(handle).await.is_err() {
+                    break;
+                }
+            }
+            bad.cancel();
+        })
+    };
     let max = kafka.node.config.kafka.max_request_bytes.as_usize();
     let idle = limits.idle_timeout;
     let stop = loop {
@@ -172,6 +209,7 @@ async fn serve(
             () = serves.stop.cancelled() => break Stop::Stopping,
             () = evict.cancelled() => break Stop::Stopping,
             () = closed.cancelled() => break Stop::Closed,
+            () = bad.cancelled() => break Stop::Closed,
             () = kafka.node.clock.sleep(idle) => break Stop::Idle,
             r = read_len => r,
         };
@@ -196,16 +234,9 @@ async fn serve(
         }
         admitted.touch(kafka.node.clock.now_ms());
         let frame: Bytes = buf.freeze();
-        let task = match dispatch::start(&kafka, &conn, frame) {
-            Ok(t) => t,
-            Err(why) => break Stop::Bad(why),
-        };
-        let permits = kafka.node.in_flight.clone();
-        let handle = tokio::spawn(async move {
-            let _permit = permits.acquire_owned().await;
-            task.await
-        });
-        if tx.send(handle).await.is_err() {
+        let (k, c) = (kafka.clone(), conn.clone());
+        let decoding = tokio::spawn(async move { dispatch::stage(&k, &c, frame) });
+        if staged_tx.send(decoding).await.is_err() {
             break Stop::Closed;
         }
     };
@@ -214,16 +245,21 @@ async fn serve(
         Stop::Idle => debug!("closing kafka connection: idle"),
         Stop::Closed | Stop::Stopping => {}
     }
-    drop(tx);
+    drop(staged_tx);
     // Requests still working (produces awaiting durability) are answered while the
     // socket takes writes, within the longest a produce waits.
     let grace = kafka.node.config.storage.durable_timeout;
-    let mut writer = writer;
+    let (mut sequencer, mut writer) = (sequencer, writer);
+    let drained = async {
+        let _ = (&mut sequencer).await;
+        (&mut writer).await.is_ok()
+    };
     let done = tokio::select! {
-        r = &mut writer => r.is_ok(),
+        ok = drained => ok,
         () = kafka.node.clock.sleep(grace) => false,
     };
     if !done {
+        sequencer.abort();
         writer.abort();
     }
     closed.cancel();

@@ -27,11 +27,11 @@ use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::*;
 use parking_lot::Mutex;
-use stratus_compat::kafka::records::{Batch, decode_batches};
+use stratus_compat::kafka::records::decode_batches;
 use stratus_compat::topic::PERM_WRITE;
 use stratus_compat::types::{QueueId, QueueOffset, Topic};
 use stratus_meta::{ProducerBatch, SegmentEffect, ShardId};
-use stratus_segments::writer::AppendTicket;
+use stratus_segments::writer::{AppendTicket, MessageToStore};
 
 use super::convert::{Origin, to_stored};
 use super::dispatch::{Ctx, sb};
@@ -139,32 +139,86 @@ enum Pending {
     Appended(Vec<AppendTicket>, Option<PartitionKey>),
 }
 
-/// Appends (on the reader) and returns the wait for durability and the answer (`None`
-/// for `acks = 0`).
+/// A Produce request decoded and turned into stored messages, not yet appended: built
+/// off the connection's reader (decompression, CRC checks and conversion run in parallel
+/// for pipelined requests), appended in arrival order by [`append`].
+#[derive(Debug)]
+pub(crate) struct PreparedProduce {
+    acks: i16,
+    topics: Vec<(TopicName, Vec<(i32, Result<PreparedPartition, i16>)>)>,
+}
+
+/// One partition's batches as stored messages.
+#[derive(Debug)]
+struct PreparedPartition {
+    topic: String,
+    place: super::Partition,
+    batches: Vec<PreparedBatch>,
+    bytes: usize,
+}
+
+/// One record batch's messages and its idempotence fields.
+#[derive(Debug)]
+struct PreparedBatch {
+    producer_id: i64,
+    producer_epoch: i16,
+    first_seq: i32,
+    last_seq: i32,
+    messages: Vec<MessageToStore>,
+}
+
+/// Decodes and converts every partition's batches (no append).
+pub(crate) fn prepare(kafka: &Kafka, ctx: &Ctx, req: ProduceRequest) -> PreparedProduce {
+    let mut topics = Vec::new();
+    for t in req.topic_data {
+        let name = t.name.as_str().to_owned();
+        let mut parts = Vec::new();
+        for p in t.partition_data {
+            let prepared = if req.transactional_id.is_some() {
+                Err(ResponseError::TransactionalIdAuthorizationFailed.code())
+            } else {
+                prepare_partition(kafka, ctx, &name, p.index, p.records.as_deref())
+            };
+            parts.push((p.index, prepared));
+        }
+        topics.push((t.name, parts));
+    }
+    PreparedProduce {
+        acks: req.acks,
+        topics,
+    }
+}
+
+/// Prepares and appends at once (tests).
+#[cfg(test)]
 pub(crate) fn start(
     kafka: &Arc<Kafka>,
     ctx: &Ctx,
     req: ProduceRequest,
 ) -> BoxFuture<'static, Option<ProduceResponse>> {
-    let acks = req.acks;
+    append(kafka, prepare(kafka, ctx, req))
+}
+
+/// Appends a prepared request (in the connection's order, without awaiting) and returns
+/// the wait for durability and the answer (`None` for `acks = 0`).
+pub(crate) fn append(
+    kafka: &Arc<Kafka>,
+    prepared: PreparedProduce,
+) -> BoxFuture<'static, Option<ProduceResponse>> {
+    let acks = prepared.acks;
     // Per topic: each partition's index, outcome so far and body bytes.
     type Plan = Vec<(TopicName, Vec<(i32, Pending, usize)>)>;
     let mut plan: Plan = Vec::new();
-    for t in req.topic_data {
-        let name = t.name.as_str().to_owned();
-        let mut parts = Vec::new();
-        for p in t.partition_data {
-            let (pending, bytes) = if req.transactional_id.is_some() {
-                (
-                    Pending::Done(ResponseError::TransactionalIdAuthorizationFailed.code(), -1),
-                    0,
-                )
-            } else {
-                append_partition(kafka, ctx, &name, p.index, p.records.as_deref())
+    for (name, parts) in prepared.topics {
+        let mut out = Vec::new();
+        for (index, p) in parts {
+            let (pending, bytes) = match p {
+                Err(code) => (Pending::Done(code, -1), 0),
+                Ok(p) => append_partition(kafka, p),
             };
-            parts.push((p.index, pending, bytes));
+            out.push((index, pending, bytes));
         }
-        plan.push((t.name, parts));
+        plan.push((name, out));
     }
     let kafka = kafka.clone();
     async move {
@@ -227,14 +281,14 @@ pub(crate) fn start(
     .boxed()
 }
 
-fn append_partition(
+fn prepare_partition(
     kafka: &Kafka,
     ctx: &Ctx,
     topic: &str,
     index: i32,
     records: Option<&[u8]>,
-) -> (Pending, usize) {
-    let fail = |e: ResponseError| (Pending::Done(e.code(), -1), 0);
+) -> Result<PreparedPartition, i16> {
+    let fail = |e: ResponseError| Err(e.code());
     let Some(cfg) = kafka.node.topics.get(topic) else {
         return fail(ResponseError::UnknownTopicOrPartition);
     };
@@ -273,9 +327,7 @@ fn append_partition(
         cluster: &kafka.node.config.node.cluster_name,
         now_ms: kafka.node.clock.now_ms(),
     };
-    let mut tickets = Vec::new();
-    let mut first_offset = None;
-    let mut key = None;
+    let mut out = Vec::with_capacity(batches.len());
     let mut bytes = 0;
     for batch in &batches {
         if batch.is_control() || batch.is_transactional() {
@@ -293,20 +345,42 @@ fn append_partition(
                 Err(_) => return fail(ResponseError::MessageTooLarge),
             }
         }
+        out.push(PreparedBatch {
+            producer_id: batch.producer_id,
+            producer_epoch: batch.producer_epoch,
+            first_seq: batch.base_sequence,
+            last_seq: batch.base_sequence.wrapping_add(batch.last_offset_delta),
+            messages,
+        });
+    }
+    Ok(PreparedPartition {
+        topic: topic.to_owned(),
+        place,
+        batches: out,
+        bytes,
+    })
+}
+
+fn append_partition(kafka: &Kafka, p: PreparedPartition) -> (Pending, usize) {
+    let PreparedPartition {
+        topic,
+        place,
+        batches,
+        bytes,
+    } = p;
+    let mut tickets = Vec::new();
+    let mut first_offset = None;
+    let mut key = None;
+    for batch in batches {
         let outcome = if batch.producer_id >= 0 {
-            let k: PartitionKey = (
-                batch.producer_id,
-                place.shard,
-                topic.to_owned(),
-                place.queue.0,
-            );
-            let r = append_idempotent(kafka, &k, batch, place.shard, messages);
+            let k: PartitionKey = (batch.producer_id, place.shard, topic.clone(), place.queue.0);
+            let r = append_idempotent(kafka, &k, batch, place.shard);
             key = Some(k);
             r
         } else {
             kafka
                 .node
-                .append(place.shard, messages)
+                .append(place.shard, batch.messages)
                 .map(Appended::Ticket)
                 .map_err(|e| super::codes::segment(&e))
         };
@@ -336,12 +410,12 @@ enum Appended {
 fn append_idempotent(
     kafka: &Kafka,
     k: &PartitionKey,
-    batch: &Batch,
+    batch: PreparedBatch,
     shard: ShardId,
-    messages: Vec<stratus_segments::writer::MessageToStore>,
 ) -> Result<Appended, i16> {
-    let first = batch.base_sequence;
-    let last = first.wrapping_add(batch.last_offset_delta);
+    let first = batch.first_seq;
+    let last = batch.last_seq;
+    let messages = batch.messages;
     let mut state = kafka.producers.state.lock();
     match check(state.get(k), batch.producer_epoch, first, last) {
         Check::Refuse(code) => Err(code),
