@@ -145,8 +145,11 @@ enum Pending {
 #[derive(Debug)]
 pub(crate) struct PreparedProduce {
     acks: i16,
-    topics: Vec<(TopicName, Vec<(i32, Result<PreparedPartition, i16>)>)>,
+    topics: Vec<(TopicName, Vec<PreparedSlot>)>,
 }
+
+/// A partition's index and its messages, or the Kafka error refusing them.
+type PreparedSlot = (i32, Result<PreparedPartition, i16>);
 
 /// One partition's batches as stored messages.
 #[derive(Debug)]
