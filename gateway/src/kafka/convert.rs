@@ -9,8 +9,11 @@
 //! RocketMQ consumer can read as properties (unique UTF-8 names that are not RocketMQ
 //! system properties and do not start with `KAFKA_`, non-empty UTF-8 values without
 //! separators) are copied as properties too, and a `TAGS` header becomes the message's
-//! tag. `UNIQ_KEY` and `CLUSTER` are added as for every send, and `KAFKA_RECORD` marks the
-//! message as produced over Kafka.
+//! tag. `CLUSTER` is added as for every send and `KAFKA_RECORD` marks the message as
+//! produced over Kafka. No `UNIQ_KEY` is added: a Kafka record is identified by its
+//! partition and offset, and RocketMQ clients then use the offset message id as its id
+//! (an id per record would cost a row of the unique-key index per record, a quarter of
+//! the produce throughput).
 //!
 //! Stored → Kafka. A message produced over Kafka gets its key, value and headers back
 //! exactly. Any other message: the value is the body (inflated when the producer
@@ -18,7 +21,6 @@
 //! unique key and user properties — are headers, without the broker's internal ones.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use base64::Engine;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
@@ -171,8 +173,6 @@ fn decode_headers(text: &str) -> Vec<Header> {
     out
 }
 
-static UNIQ_COUNTER: AtomicU32 = AtomicU32::new(0);
-
 /// Where a produced record goes and who sent it.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Origin<'a> {
@@ -181,7 +181,6 @@ pub(crate) struct Origin<'a> {
     pub(crate) born_host: SocketAddr,
     pub(crate) store_host: SocketAddr,
     pub(crate) cluster: &'a str,
-    pub(crate) now_ms: i64,
 }
 
 /// One Kafka record (its absolute timestamp given) as a stored message.
@@ -232,9 +231,6 @@ pub(crate) fn to_stored(
     }
     props.insert(KAFKA_RECORD, "1");
     props.insert(keys::CLUSTER, origin.cluster);
-    let n = UNIQ_COUNTER.fetch_add(1, Ordering::Relaxed);
-    let uniq = stratus_compat::message::uniq::new_uniq_id(origin.store_host.ip(), n, origin.now_ms);
-    props.insert(keys::UNIQ_KEY, &uniq);
     let tags_code = props.get(keys::TAGS).map_or(0, java_string_hash);
     let properties = props.encode();
     if properties.len() > MAX_PROPERTIES_LEN {
@@ -342,7 +338,6 @@ mod tests {
             born_host: "127.0.0.1:5000".parse().unwrap(),
             store_host: "127.0.0.1:10911".parse().unwrap(),
             cluster: "DefaultCluster",
-            now_ms: 1_700_000_000_000,
         }
     }
 
@@ -432,7 +427,7 @@ mod tests {
         assert_eq!(m.tags_code, java_string_hash("TagA"));
         assert_eq!(p.get("color"), Some("red"));
         assert_eq!(p.get("DELAY"), None, "a header never schedules the message");
-        assert!(p.get("UNIQ_KEY").is_some());
+        assert_eq!(p.get("UNIQ_KEY"), None, "identified by its offset");
     }
 
     #[test]

@@ -328,7 +328,6 @@ fn prepare_partition(
         born_host: ctx.conn.peer,
         store_host: kafka.node.store_host,
         cluster: &kafka.node.config.node.cluster_name,
-        now_ms: kafka.node.clock.now_ms(),
     };
     let mut out = Vec::with_capacity(batches.len());
     let mut bytes = 0;
