@@ -19,7 +19,7 @@ pub mod uniq;
 pub use batch::{BatchEntry, decode_batch, encode_batch};
 pub use id::{create_offset_msg_id, decode_offset_msg_id};
 pub use properties::Properties;
-pub use record::MessageExt;
+pub use record::{MessageExt, RecordView};
 pub use uniq::new_uniq_id;
 
 use thiserror::Error;

@@ -37,6 +37,30 @@ pub const MIN_RECORD_LEN: usize = 91;
 /// Fixed fields without the two host fields and the topic-length prefix.
 const FIXED_LEN: usize = 74;
 
+/// Some fields of a stored record, borrowed from its bytes ([`MessageExt::view`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordView {
+    /// Logical offset in its queue.
+    pub queue_offset: i64,
+    /// MessageSysFlag.
+    pub sys_flag: i32,
+    /// Client send time, ms.
+    pub born_timestamp: i64,
+    /// Server store time, ms.
+    pub store_timestamp: i64,
+    /// Body as stored (possibly compressed).
+    pub body: Bytes,
+    /// Properties, UTF-8 (checked).
+    pub properties: Bytes,
+}
+
+impl RecordView {
+    /// The properties as text.
+    pub fn properties_str(&self) -> &str {
+        std::str::from_utf8(&self.properties).unwrap_or_default()
+    }
+}
+
 /// One message as stored and as delivered in pull bodies.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MessageExt {
@@ -297,6 +321,64 @@ impl MessageExt {
             properties,
         };
         Ok((msg, total))
+    }
+
+    /// The fields of one record a reader needs that does not want the topic or the hosts,
+    /// without copying: body and properties are slices of `src`.
+    ///
+    /// # Errors
+    /// As [`MessageExt::decode`].
+    pub fn view(src: &Bytes) -> Result<RecordView, MessageError> {
+        let mut r = Reader::new(src);
+        let total = non_negative(i64::from(r.i32("TOTALSIZE")?), "TOTALSIZE")?;
+        if total < MIN_RECORD_LEN || total > src.len() {
+            return Err(MessageError::BadLength {
+                what: "TOTALSIZE",
+                len: total as i64,
+            });
+        }
+        let mut r = Reader::new(&src[..total]);
+        r.i32("TOTALSIZE")?;
+        let magic = r.i32("MAGICCODE")?;
+        if magic != MAGIC_V1 && magic != MAGIC_V2 {
+            return Err(MessageError::BadMagic(magic));
+        }
+        r.take(12, "BODYCRC, QUEUEID, FLAG")?;
+        let queue_offset = r.i64("QUEUEOFFSET")?;
+        r.take(8, "PHYSICALOFFSET")?;
+        let sys_flag = r.i32("SYSFLAG")?;
+        let born_timestamp = r.i64("BORNTIMESTAMP")?;
+        r.take(if sys_flag & BORNHOST_V6 != 0 { 20 } else { 8 }, "BORNHOST")?;
+        let store_timestamp = r.i64("STORETIMESTAMP")?;
+        r.take(
+            if sys_flag & STOREHOST_V6 != 0 { 20 } else { 8 },
+            "STOREHOSTADDRESS",
+        )?;
+        r.take(12, "RECONSUMETIMES, PREPAREDTRANSACTIONOFFSET")?;
+        let body_len = non_negative(i64::from(r.i32("BODYLEN")?), "BODY")?;
+        let body_start = r.position();
+        r.take(body_len, "BODY")?;
+        let topic_len = if magic == MAGIC_V1 {
+            usize::from(r.u8("TOPICLEN")?)
+        } else {
+            non_negative(i64::from(r.i16("TOPICLEN")?), "TOPIC")?
+        };
+        r.take(topic_len, "TOPIC")?;
+        let prop_len = non_negative(i64::from(r.i16("PROPERTIESLEN")?), "PROPERTIES")?;
+        let prop_start = r.position();
+        r.take(prop_len, "PROPERTIES")?;
+        let properties = src.slice(prop_start..prop_start + prop_len);
+        if std::str::from_utf8(&properties).is_err() {
+            return Err(MessageError::BadUtf8("PROPERTIES"));
+        }
+        Ok(RecordView {
+            queue_offset,
+            sys_flag,
+            born_timestamp,
+            store_timestamp,
+            body: src.slice(body_start..body_start + body_len),
+            properties,
+        })
     }
 
     /// Decodes every record of a pull/query body.

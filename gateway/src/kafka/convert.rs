@@ -26,7 +26,7 @@ use base64::Engine;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use stratus_compat::kafka::records::{Header, Record};
 use stratus_compat::message::properties::keys;
-use stratus_compat::message::{MessageExt, Properties, sysflag};
+use stratus_compat::message::{Properties, RecordView, sysflag};
 use stratus_compat::types::{QueueId, Topic, java_string_hash};
 use stratus_segments::writer::MessageToStore;
 
@@ -272,34 +272,47 @@ fn inflate(body: &[u8]) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// One stored message as a Kafka record.
-pub(crate) fn from_stored(m: &MessageExt) -> KafkaView {
-    let props = Properties::parse(&m.properties);
-    if props.get(KAFKA_RECORD).is_some() {
-        let key = match (props.get(KAFKA_KEY), props.get(keys::KEYS)) {
+/// The properties of a stored record, `(name, value)` in order, without copying.
+fn pairs(props: &str) -> impl Iterator<Item = (&str, &str)> {
+    props
+        .split('\u{2}')
+        .filter_map(|seg| seg.split_once('\u{1}'))
+        .filter(|(k, v)| !k.is_empty() && !v.is_empty())
+}
+
+/// One stored record (its bytes as read) as a Kafka record.
+pub(crate) fn from_stored(m: &RecordView) -> KafkaView {
+    let text = m.properties_str();
+    // A later duplicate wins, as the properties parser has it.
+    let (mut kafka, mut kafka_key, mut keys, mut null_value, mut headers) =
+        (false, None, None, false, None);
+    for (k, v) in pairs(text) {
+        match k {
+            KAFKA_RECORD => kafka = true,
+            KAFKA_KEY => kafka_key = Some(v),
+            "KEYS" => keys = Some(v),
+            KAFKA_NULL_VALUE => null_value = true,
+            KAFKA_HEADERS => headers = Some(v),
+            _ => {}
+        }
+    }
+    let slice = |s: &str| m.properties.slice_ref(s.as_bytes());
+    if kafka {
+        let key = match (kafka_key, keys) {
             (Some("="), _) => Some(Bytes::new()),
             (Some(b64), _) => base64::engine::general_purpose::STANDARD
                 .decode(b64)
                 .ok()
                 .map(Bytes::from),
-            (None, Some(k)) => Some(Bytes::copy_from_slice(k.as_bytes())),
+            (None, Some(k)) => Some(slice(k)),
             (None, None) => None,
         };
-        let value = if props.get(KAFKA_NULL_VALUE).is_some() {
-            None
-        } else {
-            Some(m.body.clone())
-        };
-        let headers = props
-            .get(KAFKA_HEADERS)
-            .map(decode_headers)
-            .unwrap_or_default();
         return KafkaView {
             offset: m.queue_offset,
             timestamp: m.born_timestamp,
             key,
-            value,
-            headers,
+            value: (!null_value).then(|| m.body.clone()),
+            headers: headers.map(decode_headers).unwrap_or_default(),
         };
     }
     let value = if m.sys_flag & sysflag::COMPRESSED != 0 {
@@ -307,21 +320,17 @@ pub(crate) fn from_stored(m: &MessageExt) -> KafkaView {
     } else {
         m.body.clone()
     };
-    let key = props
-        .get(keys::KEYS)
-        .map(|k| Bytes::copy_from_slice(k.as_bytes()));
-    let headers = props
-        .iter()
+    let headers = pairs(text)
         .filter(|(k, _)| !INTERNAL_PROPERTIES.contains(k) && !k.starts_with("__RMQ.TRANSIENT."))
         .map(|(k, v)| Header {
-            key: Bytes::copy_from_slice(k.as_bytes()),
-            value: Some(Bytes::copy_from_slice(v.as_bytes())),
+            key: slice(k),
+            value: Some(slice(v)),
         })
         .collect();
     KafkaView {
         offset: m.queue_offset,
         timestamp: m.born_timestamp,
-        key,
+        key: keys.map(slice),
         value: Some(value),
         headers,
     }
@@ -341,8 +350,8 @@ mod tests {
         }
     }
 
-    fn stored(m: &MessageToStore, offset: i64) -> MessageExt {
-        MessageExt {
+    fn stored(m: &MessageToStore, offset: i64) -> RecordView {
+        let ext = stratus_compat::message::MessageExt {
             queue_id: m.queue_id.0,
             flag: m.flag,
             queue_offset: offset,
@@ -357,7 +366,10 @@ mod tests {
             body: m.body.clone(),
             topic: m.topic.to_string(),
             properties: m.properties.clone(),
-        }
+        };
+        let mut b = BytesMut::new();
+        ext.encode(&mut b);
+        stratus_compat::message::MessageExt::view(&b.freeze()).unwrap()
     }
 
     fn h(k: &[u8], v: Option<&[u8]>) -> Header {

@@ -99,8 +99,7 @@ async fn read_partition(
     }
     let mut builder: Option<BatchBuilder> = None;
     for raw in batch.messages {
-        let mut b = raw;
-        let m = MessageExt::decode(&mut b).map_err(|_| ResponseError::CorruptMessage.code())?;
+        let m = MessageExt::view(&raw).map_err(|_| ResponseError::CorruptMessage.code())?;
         let v = from_stored(&m);
         let bb = builder
             .get_or_insert_with(|| BatchBuilder::new(v.offset, v.timestamp, Compression::None));
@@ -281,6 +280,6 @@ async fn timestamp_at(kafka: &Kafka, queue: &QueueKey, offset: i64) -> Option<i6
         .read(queue, QueueOffset(offset), 1, 1, &|_| true)
         .await
         .ok()?;
-    let mut raw = batch.messages.into_iter().next()?;
-    MessageExt::decode(&mut raw).ok().map(|m| m.born_timestamp)
+    let raw = batch.messages.into_iter().next()?;
+    MessageExt::view(&raw).ok().map(|m| m.born_timestamp)
 }

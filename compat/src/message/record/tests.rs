@@ -222,3 +222,29 @@ proptest! {
         let _ = MessageExt::decode_all(Bytes::from(bytes));
     }
 }
+
+#[test]
+fn a_view_borrows_what_decoding_copies() {
+    let mut long = sample();
+    long.topic = "t".repeat(200);
+    let mut v6 = sample();
+    v6.born_host = "[::1]:5000".parse().unwrap();
+    v6.store_host = "[::2]:10911".parse().unwrap();
+    for m in [sample(), long, v6] {
+        let bytes = encoded(&m);
+        let full = MessageExt::decode(&mut bytes.clone()).unwrap();
+        let view = MessageExt::view(&bytes).unwrap();
+        assert_eq!(view.queue_offset, full.queue_offset);
+        assert_eq!(view.sys_flag, full.sys_flag);
+        assert_eq!(view.born_timestamp, full.born_timestamp);
+        assert_eq!(view.store_timestamp, full.store_timestamp);
+        assert_eq!(view.body, full.body);
+        assert_eq!(view.properties_str(), full.properties);
+        for cut in [0, 4, 30, bytes.len() - 1] {
+            assert!(
+                MessageExt::view(&bytes.slice(..cut)).is_err(),
+                "cut at {cut}"
+            );
+        }
+    }
+}
