@@ -135,13 +135,18 @@ fn dockerfile_runs_the_binary_with_a_valid_command_and_exposes_every_port() {
     let doc = toml_lite::Doc::parse(&out);
     assert_eq!(toml_value(&doc, "listen.namesrv_addr"), "0.0.0.0:9876");
     assert_eq!(toml_value(&doc, "listen.broker_addr"), "0.0.0.0:10911");
+    assert!(
+        text.contains("ENV STRATUS_KAFKA__LISTEN_ADDR=0.0.0.0:9092"),
+        "the image's Kafka listener is reachable from outside"
+    );
     let exposed: BTreeSet<u16> = text
         .lines()
         .filter_map(|l| l.strip_prefix("EXPOSE "))
         .flat_map(|l| l.split_whitespace().map(|p| p.parse::<u16>().unwrap()))
         .collect();
     let shards = (0..6).flat_map(|s| [10911 + 3 * s, 10909 + 3 * s]);
-    for port in [9876, 5557].into_iter().chain(shards) {
+    let kafka = (0..7).map(|s| 9092 + s);
+    for port in [9876, 5557].into_iter().chain(shards).chain(kafka) {
         assert!(exposed.contains(&port), "port {port} exposed");
     }
 }
