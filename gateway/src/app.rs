@@ -81,7 +81,15 @@ impl App {
         let mut front_ends: Vec<Arc<dyn ShardServer>> = vec![remoting.clone()];
         // The Kafka bootstrap port and this node's Kafka address in meta, before any
         // shard (and its Kafka port) is taken.
-        let kafka = if node.config.kafka.enabled {
+        // With access control on, the Kafka listener stays closed: it has no SASL yet, and
+        // an open port would let anyone past the rules the RocketMQ side enforces.
+        let auth_on = remoting.auth.active();
+        if node.config.kafka.enabled && auth_on {
+            warn!(
+                "the Kafka listener is off: access control (auth.*) is on and Kafka clients cannot authenticate yet (no SASL)"
+            );
+        }
+        let kafka = if node.config.kafka.enabled && !auth_on {
             let rmq = remoting.clone();
             let kafka = Kafka::new(
                 node.clone(),

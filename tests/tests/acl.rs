@@ -254,6 +254,12 @@ fn java_clients_sign_users_are_bound_by_acls_and_mqadmin_manages_them() {
     });
     create_topic(node.namesrv, "AclT");
     create_topic(node.namesrv, "AclU");
+    // No way around the rules: the Kafka listener (no SASL yet) is not opened.
+    assert!(
+        std::net::TcpStream::connect(node.kafka).is_err(),
+        "the Kafka port is closed while access control is on"
+    );
+    assert!(node.log_text().contains("the Kafka listener is off"));
 
     // The super user's producer and the failures of wrong credentials.
     let (sent, errors) = produce(&ns, &scratch, "AclT", ROOT, 10, "root");

@@ -349,7 +349,7 @@ func (r *receiver) accept(m *primitive.MessageExt) {
 	emit("event", "recv", "msgId", id, "topic", m.Topic, "queueId", m.Queue.QueueId,
 		"queueOffset", m.QueueOffset, "tags", m.GetTags(), "keys", m.GetKeys(),
 		"seq", m.GetProperty("seq"), "bodyLen", len(m.Body), "bodyCrc32", crc32.ChecksumIEEE(m.Body),
-		"reconsumeTimes", m.ReconsumeTimes)
+		"reconsumeTimes", m.ReconsumeTimes, "bornTs", m.BornTimestamp)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.seen[id] {

@@ -546,7 +546,8 @@ public final class RmqClient {
                 + ",\"brokerName\":" + q(msg.getBrokerName())
                 + ",\"tags\":" + q(msg.getTags()) + ",\"keys\":" + q(msg.getKeys())
                 + ",\"seq\":" + q(seq == null ? "" : seq) + ",\"bodyLen\":" + b.length
-                + ",\"bodyCrc32\":" + crc.getValue() + ",\"reconsumeTimes\":" + msg.getReconsumeTimes() + "}");
+                + ",\"bodyCrc32\":" + crc.getValue() + ",\"reconsumeTimes\":" + msg.getReconsumeTimes()
+                + ",\"bornTs\":" + msg.getBornTimestamp() + "}");
             if (seen.add(id)) {
                 lastNew.set(System.nanoTime());
                 if (seen.size() >= expect) {
