@@ -15,7 +15,8 @@ REQUESTS = [
     "ApiVersions", "Produce", "Fetch", "ListOffsets", "Metadata", "OffsetCommit", "OffsetFetch",
     "FindCoordinator", "JoinGroup", "Heartbeat", "LeaveGroup", "SyncGroup", "DescribeGroups",
     "ListGroups", "CreateTopics", "DeleteTopics", "InitProducerId", "DescribeConfigs",
-    "CreatePartitions", "DeleteGroups", "DescribeCluster",
+    "CreatePartitions", "DeleteGroups", "DescribeCluster", "AlterConfigs",
+    "IncrementalAlterConfigs",
 ]
 PRIMS = {
     "bool": "Bool", "int8": "Int8", "int16": "Int16", "uint16": "Uint16", "int32": "Int32",

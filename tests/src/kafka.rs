@@ -870,6 +870,35 @@ pub fn admin_create_delete_add_partitions(bootstrap: &str, scratch: &Path) -> an
         configs["configs"]["cleanup.policy"] == "delete",
         "configs: {configs}"
     );
+    // A topic's retention, set and deleted through incrementalAlterConfigs.
+    let retention = |configs: &Value| {
+        configs["configs"]["retention.ms"]
+            .as_str()
+            .map(str::to_owned)
+    };
+    let before = retention(&configs);
+    admin_ok(
+        java,
+        bootstrap,
+        scratch,
+        &["alter-config", &topic, "retention.ms=7200000"],
+    )?;
+    let altered = admin_ok(java, bootstrap, scratch, &["describe-configs", &topic])?;
+    ensure!(
+        retention(&altered).as_deref() == Some("7200000"),
+        "after setting retention.ms: {altered}"
+    );
+    admin_ok(
+        java,
+        bootstrap,
+        scratch,
+        &["delete-config", &topic, "retention.ms"],
+    )?;
+    let reset = admin_ok(java, bootstrap, scratch, &["describe-configs", &topic])?;
+    ensure!(
+        retention(&reset) == before,
+        "after deleting retention.ms, back to {before:?}: {reset}"
+    );
     let cluster = admin_ok(java, bootstrap, scratch, &["describe-cluster"])?;
     ensure!(
         cluster["clusterId"].as_str().is_some_and(|c| !c.is_empty())

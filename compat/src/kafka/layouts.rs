@@ -1084,6 +1084,114 @@ static DESCRIBE_CLUSTER_45: &[Field] = &[
     },
 ];
 
+static ALTER_CONFIGS_46: &[Field] = &[
+    Field {
+        ty: Ty::Str,
+        versions: (0, 32767),
+        nullable: (1, 0),
+        tag: None,
+    },
+    Field {
+        ty: Ty::Str,
+        versions: (0, 32767),
+        nullable: (0, 32767),
+        tag: None,
+    },
+];
+
+static ALTER_CONFIGS_47: &[Field] = &[
+    Field {
+        ty: Ty::Int8,
+        versions: (0, 32767),
+        nullable: (1, 0),
+        tag: None,
+    },
+    Field {
+        ty: Ty::Str,
+        versions: (0, 32767),
+        nullable: (1, 0),
+        tag: None,
+    },
+    Field {
+        ty: Ty::Array(&Ty::Struct(ALTER_CONFIGS_46)),
+        versions: (0, 32767),
+        nullable: (1, 0),
+        tag: None,
+    },
+];
+
+static ALTER_CONFIGS_48: &[Field] = &[
+    Field {
+        ty: Ty::Array(&Ty::Struct(ALTER_CONFIGS_47)),
+        versions: (0, 32767),
+        nullable: (1, 0),
+        tag: None,
+    },
+    Field {
+        ty: Ty::Bool,
+        versions: (0, 32767),
+        nullable: (1, 0),
+        tag: None,
+    },
+];
+
+static INCREMENTAL_ALTER_CONFIGS_49: &[Field] = &[
+    Field {
+        ty: Ty::Str,
+        versions: (0, 32767),
+        nullable: (1, 0),
+        tag: None,
+    },
+    Field {
+        ty: Ty::Int8,
+        versions: (0, 32767),
+        nullable: (1, 0),
+        tag: None,
+    },
+    Field {
+        ty: Ty::Str,
+        versions: (0, 32767),
+        nullable: (0, 32767),
+        tag: None,
+    },
+];
+
+static INCREMENTAL_ALTER_CONFIGS_50: &[Field] = &[
+    Field {
+        ty: Ty::Int8,
+        versions: (0, 32767),
+        nullable: (1, 0),
+        tag: None,
+    },
+    Field {
+        ty: Ty::Str,
+        versions: (0, 32767),
+        nullable: (1, 0),
+        tag: None,
+    },
+    Field {
+        ty: Ty::Array(&Ty::Struct(INCREMENTAL_ALTER_CONFIGS_49)),
+        versions: (0, 32767),
+        nullable: (1, 0),
+        tag: None,
+    },
+];
+
+static INCREMENTAL_ALTER_CONFIGS_51: &[Field] = &[
+    Field {
+        ty: Ty::Array(&Ty::Struct(INCREMENTAL_ALTER_CONFIGS_50)),
+        versions: (0, 32767),
+        nullable: (1, 0),
+        tag: None,
+    },
+    Field {
+        ty: Ty::Bool,
+        versions: (0, 32767),
+        nullable: (1, 0),
+        tag: None,
+    },
+];
+
 /// `(api key, first flexible version, top-level fields)` of every request served.
 pub(crate) static REQUESTS: &[(i16, i16, &[Field])] = &[
     (18, 3, API_VERSIONS_1),
@@ -1107,4 +1215,6 @@ pub(crate) static REQUESTS: &[(i16, i16, &[Field])] = &[
     (37, 2, CREATE_PARTITIONS_43),
     (42, 2, DELETE_GROUPS_44),
     (60, 0, DESCRIBE_CLUSTER_45),
+    (33, 2, ALTER_CONFIGS_48),
+    (44, 1, INCREMENTAL_ALTER_CONFIGS_51),
 ];

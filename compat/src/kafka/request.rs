@@ -36,6 +36,8 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::CreatePartitions, 0, 3),
     (ApiKey::DeleteGroups, 0, 2),
     (ApiKey::DescribeCluster, 0, 1),
+    (ApiKey::AlterConfigs, 0, 2),
+    (ApiKey::IncrementalAlterConfigs, 0, 1),
 ];
 
 /// The range served for `key`, if it is served.
@@ -71,6 +73,8 @@ pub enum Request {
     CreatePartitions(CreatePartitionsRequest),
     DeleteGroups(DeleteGroupsRequest),
     DescribeCluster(DescribeClusterRequest),
+    AlterConfigs(AlterConfigsRequest),
+    IncrementalAlterConfigs(IncrementalAlterConfigsRequest),
 }
 
 /// A decoded request.
@@ -215,6 +219,10 @@ fn decode_body(api: ApiKey, version: i16, buf: &mut Bytes) -> anyhow::Result<Opt
         ApiKey::DeleteGroups => Request::DeleteGroups(DeleteGroupsRequest::decode(buf, version)?),
         ApiKey::DescribeCluster => {
             Request::DescribeCluster(DescribeClusterRequest::decode(buf, version)?)
+        }
+        ApiKey::AlterConfigs => Request::AlterConfigs(AlterConfigsRequest::decode(buf, version)?),
+        ApiKey::IncrementalAlterConfigs => {
+            Request::IncrementalAlterConfigs(IncrementalAlterConfigsRequest::decode(buf, version)?)
         }
         _ => return Ok(None),
     }))

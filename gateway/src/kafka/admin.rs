@@ -432,9 +432,178 @@ pub(crate) async fn describe_configs(
     resp
 }
 
+/// Config operations of IncrementalAlterConfigs.
+const OP_SET: i8 = 0;
+const OP_DELETE: i8 = 1;
+
+/// What a topic's alteration asks: `Some(ms)` to set `retention.ms`, `None` to go back
+/// to the node's retention; the error names the config Stratus does not keep.
+type Alteration = Result<Option<Option<i64>>, (i16, String)>;
+
+/// One config change of a topic: only `retention.ms` is kept (in whole hours, rounded
+/// up); any other config is INVALID_CONFIG, naming it, rather than silently ignored.
+fn alteration(name: &str, op: i8, value: Option<&str>) -> Alteration {
+    if name != "retention.ms" {
+        return Err((
+            ResponseError::InvalidConfig.code(),
+            format!("{name} cannot be changed on Stratus (only retention.ms)"),
+        ));
+    }
+    match op {
+        OP_DELETE => Ok(Some(None)),
+        OP_SET => match value.and_then(|v| v.parse::<i64>().ok()) {
+            Some(ms) if ms > 0 => Ok(Some(Some(ms))),
+            Some(-1) => Err((
+                ResponseError::InvalidConfig.code(),
+                "retention.ms -1 (keep forever) is not supported".to_owned(),
+            )),
+            _ => Err((
+                ResponseError::InvalidConfig.code(),
+                format!("retention.ms must be a positive number of ms, not {value:?}"),
+            )),
+        },
+        _ => Err((
+            ResponseError::InvalidConfig.code(),
+            format!("operation {op} on retention.ms is not supported (SET or DELETE)"),
+        )),
+    }
+}
+
+/// Applies `changes` to topic `name`; the error is a Kafka code with a message.
+async fn alter_topic(
+    kafka: &Kafka,
+    resource_type: i8,
+    name: &str,
+    changes: Vec<Alteration>,
+    validate_only: bool,
+) -> Result<(), (i16, String)> {
+    if resource_type != TOPIC {
+        return Err((
+            ResponseError::InvalidRequest.code(),
+            "only topic configs can be changed; a node's are its settings".to_owned(),
+        ));
+    }
+    let Some(mut cfg) = find_topic(kafka, name)
+        .await
+        .map_err(|c| (c, "meta".to_owned()))?
+        .filter(|_| visible(name))
+    else {
+        return Err((
+            ResponseError::UnknownTopicOrPartition.code(),
+            format!("topic {name} does not exist"),
+        ));
+    };
+    for change in changes {
+        if let Some(retention) = change? {
+            cfg.retention_hours = retention.map(|ms| (ms + 3_599_999) / 3_600_000);
+        }
+    }
+    if validate_only {
+        return Ok(());
+    }
+    kafka
+        .node
+        .topics
+        .put(cfg)
+        .await
+        .map_err(|e| (super::codes::gateway(&e), "cannot update".to_owned()))
+}
+
+/// IncrementalAlterConfigs: SET or DELETE `retention.ms` of topics.
+pub(crate) async fn incremental_alter_configs(
+    kafka: &Arc<Kafka>,
+    _ctx: &Ctx,
+    req: IncrementalAlterConfigsRequest,
+) -> IncrementalAlterConfigsResponse {
+    let mut resp = IncrementalAlterConfigsResponse::default();
+    for res in req.resources {
+        let name = res.resource_name.as_str().to_owned();
+        let changes = res
+            .configs
+            .iter()
+            .map(|c| {
+                alteration(
+                    c.name.as_str(),
+                    c.config_operation,
+                    c.value.as_ref().map(|v| v.as_str()),
+                )
+            })
+            .collect();
+        let mut r = incremental_alter_configs_response::AlterConfigsResourceResponse::default();
+        r.resource_type = res.resource_type;
+        r.resource_name = res.resource_name.clone();
+        if let Err((code, why)) =
+            alter_topic(kafka, res.resource_type, &name, changes, req.validate_only).await
+        {
+            r.error_code = code;
+            r.error_message = Some(sb(why));
+        }
+        resp.responses.push(r);
+    }
+    resp
+}
+
+/// AlterConfigs: the topic's whole set; `retention.ms` given sets it, absent resets it.
+pub(crate) async fn alter_configs(
+    kafka: &Arc<Kafka>,
+    _ctx: &Ctx,
+    req: AlterConfigsRequest,
+) -> AlterConfigsResponse {
+    let mut resp = AlterConfigsResponse::default();
+    for res in req.resources {
+        let name = res.resource_name.as_str().to_owned();
+        let mut changes: Vec<Alteration> = res
+            .configs
+            .iter()
+            .map(|c| {
+                alteration(
+                    c.name.as_str(),
+                    OP_SET,
+                    c.value.as_ref().map(|v| v.as_str()),
+                )
+            })
+            .collect();
+        if !res
+            .configs
+            .iter()
+            .any(|c| c.name.as_str() == "retention.ms")
+        {
+            changes.push(Ok(Some(None)));
+        }
+        let mut r = alter_configs_response::AlterConfigsResourceResponse::default();
+        r.resource_type = res.resource_type;
+        r.resource_name = res.resource_name.clone();
+        if let Err((code, why)) =
+            alter_topic(kafka, res.resource_type, &name, changes, req.validate_only).await
+        {
+            r.error_code = code;
+            r.error_message = Some(sb(why));
+        }
+        resp.responses.push(r);
+    }
+    resp
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_retention_can_be_altered_and_only_sensibly() {
+        assert_eq!(
+            alteration("retention.ms", OP_SET, Some("7200000")),
+            Ok(Some(Some(7_200_000)))
+        );
+        assert_eq!(alteration("retention.ms", OP_DELETE, None), Ok(Some(None)));
+        assert!(alteration("retention.ms", OP_SET, Some("-1")).is_err());
+        assert!(alteration("retention.ms", OP_SET, Some("soon")).is_err());
+        assert!(alteration("retention.ms", 2, Some("1")).is_err(), "APPEND");
+        let Err((code, why)) = alteration("cleanup.policy", OP_SET, Some("compact")) else {
+            panic!("accepted");
+        };
+        assert_eq!(code, ResponseError::InvalidConfig.code());
+        assert!(why.contains("cleanup.policy"));
+    }
 
     #[test]
     fn partition_counts_round_up_to_whole_queues_per_shard() {

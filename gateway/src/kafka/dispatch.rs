@@ -169,6 +169,10 @@ pub(crate) fn stage(kafka: &Arc<Kafka>, conn: &Conn, frame: Bytes) -> Result<Sta
         Request::DeleteTopics(r) => serve!(r, super::admin::delete_topics),
         Request::CreatePartitions(r) => serve!(r, super::admin::create_partitions),
         Request::DescribeConfigs(r) => serve!(r, super::admin::describe_configs),
+        Request::AlterConfigs(r) => serve!(r, super::admin::alter_configs),
+        Request::IncrementalAlterConfigs(r) => {
+            serve!(r, super::admin::incremental_alter_configs)
+        }
     };
     Ok(Staged::Ready(task))
 }
@@ -197,6 +201,8 @@ fn api_name(api: ApiKey) -> &'static str {
         ApiKey::CreatePartitions => "CreatePartitions",
         ApiKey::DeleteGroups => "DeleteGroups",
         ApiKey::DescribeCluster => "DescribeCluster",
+        ApiKey::AlterConfigs => "AlterConfigs",
+        ApiKey::IncrementalAlterConfigs => "IncrementalAlterConfigs",
         _ => "other",
     }
 }

@@ -21,6 +21,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.AlterConfigOp;
 import org.apache.kafka.clients.admin.Config;
 import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.ConsumerGroupDescription;
@@ -438,6 +439,20 @@ public final class KafkaClient {
           }
           sorted.forEach(configs::s);
           out(new J().s("event", "configs").s("topic", arg).raw("configs", configs.toString()));
+          break;
+        }
+        case "alter-config":
+        case "delete-config": {
+          // alter-config T name=value | delete-config T name (incrementalAlterConfigs)
+          String spec = need(pos.size() > 2 ? pos.get(2) : null);
+          ConfigResource r = new ConfigResource(ConfigResource.Type.TOPIC, need(arg));
+          AlterConfigOp op = cmd.equals("alter-config")
+              ? new AlterConfigOp(new ConfigEntry(spec.split("=", 2)[0], spec.split("=", 2)[1]), AlterConfigOp.OpType.SET)
+              : new AlterConfigOp(new ConfigEntry(spec, null), AlterConfigOp.OpType.DELETE);
+          Map<ConfigResource, Collection<AlterConfigOp>> ops = new HashMap<>();
+          ops.put(r, Collections.singletonList(op));
+          admin.incrementalAlterConfigs(ops).all().get();
+          out(new J().s("event", "altered").s("topic", arg).s("config", spec));
           break;
         }
         default:
