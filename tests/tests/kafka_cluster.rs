@@ -48,13 +48,11 @@ fn kafka_clients_survive_a_kill_of_one_of_three_nodes() {
         )
         .unwrap()
     };
-    let a = start("a");
-    let mut b = start("b");
-    let c = start("c");
+    let mut nodes = [start("a"), start("b"), start("c")];
     // One shard each.
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let routes = stratus_tests::cluster_routes(a.namesrv);
+        let routes = stratus_tests::cluster_routes(nodes[0].namesrv);
         let owners: BTreeSet<&String> = routes.values().collect();
         if routes.len() == usize::from(SHARDS) && owners.len() == 3 {
             break;
@@ -62,7 +60,7 @@ fn kafka_clients_survive_a_kill_of_one_of_three_nodes() {
         assert!(Instant::now() < deadline, "shards not spread: {routes:?}");
         std::thread::sleep(Duration::from_millis(200));
     }
-    let bootstrap = format!("{},{},{}", a.kafka, b.kafka, c.kafka);
+    let bootstrap = format!("{},{},{}", nodes[0].kafka, nodes[1].kafka, nodes[2].kafka);
     let scratch = dir.join("clients");
     let topic = kafka::unique("kc");
     let group = kafka::unique("kcg");
@@ -94,14 +92,29 @@ fn kafka_clients_survive_a_kill_of_one_of_three_nodes() {
         &scratch,
     )
     .unwrap();
+    // Kill the node coordinating the group (Kafka's rule: abs(hash(group)) % shards), so
+    // the group moves with its shard while its member consumes and commits.
+    let shard = coordinator_shard(&group);
+    let routes = stratus_tests::cluster_routes(nodes[0].namesrv);
+    let owner_addr = routes[&format!("broker-{shard}")].clone();
+    let victim = nodes
+        .iter()
+        .position(|n| {
+            format!(
+                "127.0.0.1:{}",
+                stratus_tests::shard_port(n.broker.port(), shard)
+            ) == owner_addr
+        })
+        .expect("the coordinator's node");
     std::thread::sleep(Duration::from_secs(3));
-    b.kill9().unwrap();
+    nodes[victim].kill9().unwrap();
     let killed = Instant::now();
-    eprintln!("node b killed");
+    eprintln!("node {victim} (coordinator of the group, shard {shard}) killed");
+    let live = (victim + 1) % 3;
 
     let (code, events) = running.wait(Duration::from_secs(180)).unwrap();
     let sent = producer.check(code, &events).unwrap_or_else(|e| {
-        panic!("{e:#}\nnode a log:\n{}", tail(&a.log_text()));
+        panic!("{e:#}\nnode log:\n{}", tail(&nodes[live].log_text()));
     });
     eprintln!(
         "producer: {RECORDS} acknowledged, done {:?} after the kill",
@@ -140,7 +153,15 @@ fn kafka_clients_survive_a_kill_of_one_of_three_nodes() {
             "partition {p}: acknowledged offsets dense and unique"
         );
     }
-    drop(b);
+}
+
+/// The shard coordinating `group`: `abs(hashCode(group)) % shards`, with Java's hash.
+fn coordinator_shard(group: &str) -> u16 {
+    let mut h: i32 = 0;
+    for unit in group.encode_utf16() {
+        h = h.wrapping_mul(31).wrapping_add(i32::from(unit));
+    }
+    u16::try_from(i64::from(h).unsigned_abs() % u64::from(SHARDS)).unwrap()
 }
 
 fn tail(log: &str) -> String {

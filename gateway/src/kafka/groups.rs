@@ -5,9 +5,13 @@
 //! session timeouts; and ListGroups, DescribeGroups, DeleteGroups.
 //!
 //! Group `g` is coordinated by the owner of shard `abs(hash(g)) % shards`. Membership is
-//! held in memory there and is not written to meta (no write per heartbeat): when the
-//! shard moves, the group is rebuilt at the new owner by its members rejoining, as Kafka
-//! clients do after a coordinator moves. Offsets are the core's, shared with RocketMQ.
+//! held in memory there; each completed rebalance (the group turning Stable) and each
+//! group emptying is written to meta (`stratus.kafka.groups`, one record per group: the
+//! generation, leader, protocol and every member with its assignment), never a heartbeat.
+//! So when the shard moves, the new owner loads the group as it last stood: its members
+//! keep their generation, their heartbeats and commits are accepted, and no rebalance
+//! follows — as Kafka's coordinator reloads a group from `__consumer_offsets`. Offsets are
+//! the core's, shared with RocketMQ.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -22,6 +26,7 @@ use kafka_protocol::messages::leave_group_response::MemberResponse;
 use kafka_protocol::messages::list_groups_response::ListedGroup;
 use kafka_protocol::messages::*;
 use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
 use stratus_compat::types::ConsumerGroup;
 use stratus_meta::ShardId;
 use tokio::sync::oneshot;
@@ -83,6 +88,12 @@ struct Group {
 }
 
 impl Group {
+    /// A group that never had a member (what [`ensure_loaded`] keeps for a group meta does
+    /// not know): it does not exist for ListGroups, DescribeGroups and DeleteGroups.
+    fn is_phantom(&self) -> bool {
+        self.generation == 0 && self.members.is_empty() && self.protocol_type.is_none()
+    }
+
     fn new() -> Self {
         Self {
             state: State::Empty,
@@ -289,6 +300,151 @@ fn complete_join(kafka: &Kafka, g: &mut Group) {
     }
 }
 
+/// Meta KV namespace of the groups' last settled state (group id → [`Saved`] as JSON).
+const GROUPS_NS: &str = "stratus.kafka.groups";
+
+/// What meta keeps of a group: its state after the last completed rebalance.
+#[derive(Debug, Serialize, Deserialize)]
+struct Saved {
+    generation: i32,
+    protocol_type: Option<String>,
+    protocol: Option<String>,
+    leader: Option<String>,
+    members: Vec<SavedMember>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct SavedMember {
+    id: String,
+    instance_id: Option<String>,
+    client_id: String,
+    client_host: String,
+    session_timeout_ms: i64,
+    rebalance_timeout_ms: i64,
+    /// `(protocol, metadata in base64)`.
+    protocols: Vec<(String, String)>,
+    /// Base64.
+    assignment: String,
+}
+
+fn b64(b: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(b)
+}
+
+fn unb64(s: &str) -> Bytes {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD
+        .decode(s)
+        .map(Bytes::from)
+        .unwrap_or_default()
+}
+
+impl Saved {
+    fn of(g: &Group) -> Self {
+        Self {
+            generation: g.generation,
+            protocol_type: g.protocol_type.clone(),
+            protocol: g.protocol.clone(),
+            leader: g.leader.clone(),
+            members: g
+                .members
+                .iter()
+                .map(|(id, m)| SavedMember {
+                    id: id.clone(),
+                    instance_id: m.instance_id.clone(),
+                    client_id: m.client_id.clone(),
+                    client_host: m.client_host.clone(),
+                    session_timeout_ms: m.session_timeout_ms,
+                    rebalance_timeout_ms: m.rebalance_timeout_ms,
+                    protocols: m
+                        .protocols
+                        .iter()
+                        .map(|(p, md)| (p.clone(), b64(md)))
+                        .collect(),
+                    assignment: b64(&m.assignment),
+                })
+                .collect(),
+        }
+    }
+
+    /// The group as it stood, every member seen just now (their sessions start over).
+    fn into_group(self, now_ms: i64) -> Group {
+        let mut g = Group::new();
+        g.generation = self.generation;
+        g.protocol_type = self.protocol_type;
+        g.protocol = self.protocol;
+        g.leader = self.leader;
+        for (seq, m) in self.members.into_iter().enumerate() {
+            g.members.insert(
+                m.id,
+                Member {
+                    instance_id: m.instance_id,
+                    client_id: m.client_id,
+                    client_host: m.client_host,
+                    session_timeout_ms: m.session_timeout_ms,
+                    rebalance_timeout_ms: m.rebalance_timeout_ms,
+                    protocols: m
+                        .protocols
+                        .iter()
+                        .map(|(p, md)| (p.clone(), unb64(md)))
+                        .collect(),
+                    assignment: unb64(&m.assignment),
+                    join_waiter: None,
+                    sync_waiter: None,
+                    last_seen_ms: now_ms,
+                    joined_seq: seq as u64,
+                },
+            );
+        }
+        g.next_join_seq = g.members.len() as u64;
+        g.state = if g.members.is_empty() {
+            State::Empty
+        } else {
+            State::Stable
+        };
+        g
+    }
+}
+
+/// Writes `g`'s settled state to meta in the background (best effort: a failure only
+/// means a later coordinator starts the group over, as before).
+fn save(kafka: &Arc<Kafka>, id: &str, g: &Group) {
+    let text = match serde_json::to_string(&Saved::of(g)) {
+        Ok(t) => t,
+        Err(_) => return,
+    };
+    let kafka2 = kafka.clone();
+    let id = id.to_owned();
+    kafka.node.tracker.spawn(async move {
+        if let Err(e) = kafka2.node.meta.put_kv(GROUPS_NS, &id, &text).await {
+            tracing::debug!(group = %id, error = %e, "cannot save the group's state in meta");
+        }
+    });
+}
+
+/// Makes sure a group this node coordinates is in memory: loaded from meta as it last
+/// stood, or empty (so a group is read from meta once per coordinator, not per request).
+async fn ensure_loaded(kafka: &Kafka, id: &str) {
+    if kafka.groups.groups.lock().contains_key(id) {
+        return;
+    }
+    let saved = match kafka.node.meta.get_kv(GROUPS_NS, id).await {
+        Ok(Some(text)) => serde_json::from_str::<Saved>(&text).ok(),
+        Ok(None) => None,
+        // Meta away: leave it absent so the next request tries again.
+        Err(_) => return,
+    };
+    let now = kafka.node.clock.now_ms();
+    let group = saved.map_or_else(Group::new, |s| s.into_group(now));
+    kafka
+        .groups
+        .groups
+        .lock()
+        .entry(id.to_owned())
+        .or_insert(group);
+}
+
 fn new_member_id(client_id: &str) -> String {
     format!("{client_id}-{}", uuid::Uuid::new_v4())
 }
@@ -307,6 +463,7 @@ pub(crate) async fn join(
     if !coordinates(kafka, &id) {
         return error_join(ResponseError::NotCoordinator, &member_id);
     }
+    ensure_loaded(kafka, &id).await;
     if (kafka.other_members.0)(&id) {
         // Both protocols' members would consume the same queues twice.
         tracing::info!(group = %id, "refused a Kafka member: the group has live RocketMQ consumers");
@@ -470,6 +627,7 @@ pub(crate) async fn sync(
         return error_sync(ResponseError::NotCoordinator);
     }
     let member_id = req.member_id.as_str().to_owned();
+    ensure_loaded(kafka, &id).await;
     let now = kafka.node.clock.now_ms();
     let rx = {
         let mut groups = kafka.groups.groups.lock();
@@ -525,6 +683,7 @@ pub(crate) async fn sync(
                 m.assignment = given.get(mid).cloned().unwrap_or_default();
             }
             g.state = State::Stable;
+            save(kafka, &id, g);
             for m in g.members.values_mut() {
                 if let Some(w) = m.sync_waiter.take() {
                     let mut r = SyncGroupResponse::default();
@@ -555,6 +714,7 @@ pub(crate) async fn heartbeat(
         r.error_code = ResponseError::NotCoordinator.code();
         return r;
     }
+    ensure_loaded(kafka, id).await;
     let now = kafka.node.clock.now_ms();
     let mut groups = kafka.groups.groups.lock();
     let code = match groups.get_mut(id) {
@@ -610,6 +770,7 @@ fn remove_member(
         g.leader = None;
         g.protocol = None;
         g.rebalance_seq += 1;
+        save(kafka, id, g);
     } else if g.state == State::PreparingRebalance {
         maybe_complete_join(kafka, g);
     } else {
@@ -630,6 +791,7 @@ pub(crate) async fn leave(
         r.error_code = ResponseError::NotCoordinator.code();
         return r;
     }
+    ensure_loaded(kafka, &id).await;
     let mut groups = kafka.groups.groups.lock();
     let Some(g) = groups.get_mut(&id) else {
         r.error_code = ResponseError::UnknownMemberId.code();
@@ -731,7 +893,7 @@ pub(crate) async fn list(
         }
     }
     for (name, g) in kafka.groups.groups.lock().iter() {
-        if mine(name) {
+        if mine(name) && !g.is_phantom() {
             listed.insert(
                 name.clone(),
                 (
@@ -768,6 +930,11 @@ pub(crate) async fn describe(
     req: DescribeGroupsRequest,
 ) -> DescribeGroupsResponse {
     let mut r = DescribeGroupsResponse::default();
+    for gid in &req.groups {
+        if coordinates(kafka, gid.as_str()) {
+            ensure_loaded(kafka, gid.as_str()).await;
+        }
+    }
     let groups = kafka.groups.groups.lock();
     for gid in &req.groups {
         let name = gid.as_str();
@@ -779,7 +946,7 @@ pub(crate) async fn describe(
             r.groups.push(d);
             continue;
         }
-        match groups.get(name) {
+        match groups.get(name).filter(|g| !g.is_phantom()) {
             None => d.group_state = sb("Dead"),
             Some(g) => {
                 d.group_state = sb(g.state.name());
@@ -824,11 +991,13 @@ pub(crate) async fn delete(
             r.results.push(d);
             continue;
         }
+        ensure_loaded(kafka, &name).await;
         let live = kafka
             .groups
             .groups
             .lock()
             .get(&name)
+            .filter(|g| !g.is_phantom())
             .map(|g| !g.members.is_empty());
         if live == Some(true) {
             d.error_code = ResponseError::NonEmptyGroup.code();
@@ -850,6 +1019,9 @@ pub(crate) async fn delete(
             }
         }
         kafka.groups.groups.lock().remove(&name);
+        if kafka.node.meta.delete_kv(GROUPS_NS, &name).await.is_err() {
+            failed = true;
+        }
         d.error_code = if failed {
             ResponseError::CoordinatorNotAvailable.code()
         } else if found {
@@ -863,10 +1035,11 @@ pub(crate) async fn delete(
 }
 
 /// For offset commits: whether `member` of `generation` may commit to `group` now.
-pub(crate) fn check_commit(kafka: &Kafka, group: &str, member: &str, generation: i32) -> i16 {
+pub(crate) async fn check_commit(kafka: &Kafka, group: &str, member: &str, generation: i32) -> i16 {
     if !coordinates(kafka, group) {
         return ResponseError::NotCoordinator.code();
     }
+    ensure_loaded(kafka, group).await;
     let groups = kafka.groups.groups.lock();
     let Some(g) = groups.get(group) else {
         // No live group: only a standalone commit (generation -1) is allowed.

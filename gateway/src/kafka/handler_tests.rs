@@ -531,3 +531,59 @@ async fn mutated_requests_never_panic_the_front_end() {
         .await;
     assert!(matches!(good, super::dispatch::Answer::Frame(_)));
 }
+
+#[tokio::test]
+#[allow(clippy::disallowed_methods)] // waits in real time for a background meta write
+async fn a_groups_next_coordinator_keeps_its_members_and_generation() {
+    let (kafka, t) = front(1).await;
+    let member = super::groups::join(&kafka, &ctx(9), join_req(""))
+        .await
+        .member_id;
+    let joined = super::groups::join(&kafka, &ctx(9), join_req(member.as_str())).await;
+    let mut sync = SyncGroupRequest::default();
+    sync.group_id = GroupId(sb("g"));
+    sync.generation_id = joined.generation_id;
+    sync.member_id = member.clone();
+    let mut a = sync_group_request::SyncGroupRequestAssignment::default();
+    a.member_id = member.clone();
+    a.assignment = Bytes::from_static(b"mine");
+    sync.assignments = vec![a];
+    assert_eq!(
+        super::groups::sync(&kafka, &ctx(5), sync).await.error_code,
+        0
+    );
+    // The settled group reaches meta in the background.
+    for _ in 0..200 {
+        if t.node
+            .meta
+            .get_kv("stratus.kafka.groups", "g")
+            .await
+            .unwrap()
+            .is_some()
+        {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    // The next coordinator (a new front end over the same meta) knows the member.
+    let next = Kafka::new(t.node.clone(), OtherMembers(Arc::new(|_| false)));
+    let mut hb = HeartbeatRequest::default();
+    hb.group_id = GroupId(sb("g"));
+    hb.generation_id = joined.generation_id;
+    hb.member_id = member.clone();
+    assert_eq!(
+        super::groups::heartbeat(&next, &ctx(4), hb)
+            .await
+            .error_code,
+        0
+    );
+    let mut d = DescribeGroupsRequest::default();
+    d.groups = vec![GroupId(sb("g")), GroupId(sb("never"))];
+    let described = super::groups::describe(&next, &ctx(5), d).await;
+    assert_eq!(described.groups[0].group_state.as_str(), "Stable");
+    assert_eq!(
+        &described.groups[0].members[0].member_assignment[..],
+        b"mine"
+    );
+    assert_eq!(described.groups[1].group_state.as_str(), "Dead");
+}

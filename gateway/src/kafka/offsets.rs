@@ -35,7 +35,8 @@ pub(crate) async fn commit(
         &group,
         req.member_id.as_str(),
         req.generation_id_or_member_epoch,
-    );
+    )
+    .await;
     let mut resp = OffsetCommitResponse::default();
     let mut rows = Vec::new();
     let mut slots = Vec::new();
