@@ -51,6 +51,8 @@ pub(crate) struct Remoting {
     pub(crate) groups: groups::Groups,
     /// Access control: users and ACLs as last loaded from meta.
     pub(crate) auth: auth::Auth,
+    /// Consumer offset commits applied in each client's order.
+    pub(crate) commit_order: processor::offset::CommitOrder,
 }
 
 impl Remoting {
@@ -65,6 +67,7 @@ impl Remoting {
             resets: processor::reset::ResetFences::default(),
             groups,
             auth: auth::Auth::new(&node.config.auth, &node.config.node.cluster_name),
+            commit_order: processor::offset::CommitOrder::default(),
             node,
         })
     }

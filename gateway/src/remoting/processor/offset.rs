@@ -89,6 +89,14 @@ pub(crate) async fn update_consumer_offset(
             "Offset has been previously reset",
         ));
     }
+    // One commit of a queue at a time; a client's commit that arrives after a later one of
+    // its own (one-way commits are handled concurrently) is not applied over it.
+    let slot = rmq.commit_order.slot(&h.consumer_group, &queue);
+    let mut last = slot.lock().await;
+    if last.is_some_and(|(channel, opaque)| channel == ch.id && opaque.wrapping_sub(cmd.opaque) > 0)
+    {
+        return Ok(success());
+    }
     rmq.node
         .commit_offsets(&[ConsumerOffset {
             group: ConsumerGroup::new(h.consumer_group),
@@ -96,7 +104,28 @@ pub(crate) async fn update_consumer_offset(
             offset: QueueOffset(h.commit_offset),
         }])
         .await?;
+    *last = Some((ch.id, cmd.opaque));
     Ok(success())
+}
+
+/// One (group, queue)'s last applied commit: the channel and request id it came with;
+/// held while a commit of it is written.
+type CommitSlot = Arc<tokio::sync::Mutex<Option<(u64, i32)>>>;
+
+/// The last commit applied per (group, queue).
+#[derive(Debug, Default)]
+pub(crate) struct CommitOrder {
+    slots: parking_lot::Mutex<std::collections::HashMap<(String, QueueKey), CommitSlot>>,
+}
+
+impl CommitOrder {
+    fn slot(&self, group: &str, queue: &QueueKey) -> CommitSlot {
+        self.slots
+            .lock()
+            .entry((group.to_owned(), queue.clone()))
+            .or_default()
+            .clone()
+    }
 }
 
 /// GET_MAX_OFFSET (30).

@@ -182,3 +182,32 @@ async fn the_earliest_store_time_is_the_first_messages() {
         .unwrap();
     assert_eq!(resp.ext_fields.get("timestamp"), Some(&first.to_string()));
 }
+
+#[tokio::test]
+async fn a_clients_older_commit_arriving_late_does_not_undo_its_newer_one() {
+    let (t, ch) = orders_with(6).await;
+    let mut newer = update("Orders", 0, 5);
+    newer.opaque = 11;
+    let mut older = update("Orders", 0, 4);
+    older.opaque = 10;
+    for cmd in [&newer, &older] {
+        let resp = offset::update_consumer_offset(&t.rmq, &ch, cmd)
+            .await
+            .unwrap();
+        assert_eq!(resp.response_code(), ResponseCode::Success);
+    }
+    let resp = offset::query_consumer_offset(&t.rmq, &ch, &query(0, None))
+        .await
+        .unwrap();
+    assert_eq!(offset_of(&resp), 5, "the later request's offset stands");
+    // A later request may still move it back (a reset through the client).
+    let mut back = update("Orders", 0, 1);
+    back.opaque = 12;
+    offset::update_consumer_offset(&t.rmq, &ch, &back)
+        .await
+        .unwrap();
+    let resp = offset::query_consumer_offset(&t.rmq, &ch, &query(0, None))
+        .await
+        .unwrap();
+    assert_eq!(offset_of(&resp), 1);
+}
