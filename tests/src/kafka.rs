@@ -557,31 +557,7 @@ pub fn produce_consume_every_acks_and_compression(
                 .map(move |c| (format!("a{acks}-{c}"), acks, c))
         })
         .collect();
-    let headers: Vec<[(&str, &str); 2]> = combos
-        .iter()
-        .map(|(_, acks, codec)| [("acks", *acks), ("codec", *codec)])
-        .collect();
-    let runs: Vec<Produce<'_>> = combos
-        .iter()
-        .zip(&headers)
-        .map(|((prefix, acks, codec), h)| Produce {
-            acks,
-            compression: codec,
-            headers: h,
-            ..Produce::new(java, &topic, 20, prefix)
-        })
-        .collect();
-    let sent = produce_all(bootstrap, scratch, &runs, 5)?;
-    let got = consume(
-        java,
-        bootstrap,
-        scratch,
-        &topic,
-        &unique("g"),
-        sent.len(),
-        &[],
-    )?;
-    check_exactly_once(&sent, &got)
+    produce_combos_and_consume(java, bootstrap, scratch, &topic, &combos, 5)
 }
 
 /// An idempotent producer (acks=all, `enable.idempotence=true`) of 300 records into a
@@ -1169,6 +1145,20 @@ fn client_produce_consume(client: &str, bootstrap: &str, scratch: &Path) -> anyh
         .collect();
     combos.push(("c-acks0".to_owned(), "0", "none"));
     combos.push(("c-acks1".to_owned(), "1", "lz4"));
+    produce_combos_and_consume(client, bootstrap, scratch, &topic, &combos, 4)
+}
+
+/// One producer run of 20 records per `(key prefix, acks, codec)` (`parallel` at a time),
+/// each record carrying its run's acks and codec as headers; then one consumer of a new
+/// group reads everything back, checked with [`check_exactly_once`].
+fn produce_combos_and_consume(
+    client: &str,
+    bootstrap: &str,
+    scratch: &Path,
+    topic: &str,
+    combos: &[(String, &str, &str)],
+    parallel: usize,
+) -> anyhow::Result<()> {
     let headers: Vec<[(&str, &str); 2]> = combos
         .iter()
         .map(|(_, acks, codec)| [("acks", *acks), ("codec", *codec)])
@@ -1180,15 +1170,15 @@ fn client_produce_consume(client: &str, bootstrap: &str, scratch: &Path) -> anyh
             acks,
             compression: codec,
             headers: h,
-            ..Produce::new(client, &topic, 20, prefix)
+            ..Produce::new(client, topic, 20, prefix)
         })
         .collect();
-    let sent = produce_all(bootstrap, scratch, &runs, 4)?;
+    let sent = produce_all(bootstrap, scratch, &runs, parallel)?;
     let got = consume(
         client,
         bootstrap,
         scratch,
-        &topic,
+        topic,
         &unique("g"),
         sent.len(),
         &[],

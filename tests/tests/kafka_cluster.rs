@@ -157,11 +157,8 @@ fn kafka_clients_survive_a_kill_of_one_of_three_nodes() {
 
 /// The shard coordinating `group`: `abs(hashCode(group)) % shards`, with Java's hash.
 fn coordinator_shard(group: &str) -> u16 {
-    let mut h: i32 = 0;
-    for unit in group.encode_utf16() {
-        h = h.wrapping_mul(31).wrapping_add(i32::from(unit));
-    }
-    u16::try_from(i64::from(h).unsigned_abs() % u64::from(SHARDS)).unwrap()
+    let h = stratus_compat::types::java_string_hash(group);
+    u16::try_from(h.unsigned_abs() % u64::from(SHARDS)).unwrap()
 }
 
 fn tail(log: &str) -> String {

@@ -149,11 +149,7 @@ impl Coordinator {
 }
 
 /// Whether this node coordinates `group` now.
-pub(crate) fn coordinates_group(kafka: &Kafka, group: &str) -> bool {
-    coordinates(kafka, group)
-}
-
-fn coordinates(kafka: &Kafka, group: &str) -> bool {
+pub(crate) fn coordinates(kafka: &Kafka, group: &str) -> bool {
     kafka
         .node
         .shards

@@ -123,7 +123,7 @@ async fn group_offsets(
     group: &str,
     topics: Option<Vec<(String, Vec<i32>)>>,
 ) -> Result<Vec<TopicOffsets>, i16> {
-    if !super::groups::coordinates_group(kafka, group) {
+    if !super::groups::coordinates(kafka, group) {
         return Err(ResponseError::NotCoordinator.code());
     }
     match topics {
